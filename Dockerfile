@@ -1,0 +1,19 @@
+# syntax=docker/dockerfile:1
+# Build: static binaries, no cgo.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/poller ./cmd/poller \
+ && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/devchain ./cmd/devchain
+
+# Run: distroless, non-root, nothing but the binaries.
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/poller /usr/local/bin/poller
+COPY --from=build /out/devchain /usr/local/bin/devchain
+USER nonroot:nonroot
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/poller"]
+CMD ["run"]

@@ -1,0 +1,64 @@
+# Pinned tool versions: change them here and run `make contracts`.
+GETH_VERSION := v1.17.10
+ABIGEN := go run github.com/ethereum/go-ethereum/cmd/abigen@$(GETH_VERSION)
+CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
+
+.PHONY: all build test test-short fuzz bench bench-1m bench-micro contracts demo lint compose-check clean
+
+# Each fuzz target runs this long; a crash leaves its input in the package's
+# testdata/fuzz, to be committed as a regression seed.
+FUZZTIME ?= 15s
+
+all: build
+
+build:
+	go build -o bin/poller ./cmd/poller
+	go build -o bin/devchain ./cmd/devchain
+
+# The whole suite: unit, real-Postgres store tests and the integration tests
+# that run the real binaries against a real go-ethereum node.
+test:
+	go test -race -count=1 -timeout 30m ./...
+
+test-short:
+	go test -short -count=1 ./...
+
+# Benchmarks (see BENCHMARKS.md): the ceilings, catch-up with 1 and 3
+# replicas, failover and the steady state, against the local Postgres.
+bench:
+	go run ./cmd/bench -burns 100000 -out bench.json
+
+bench-1m:
+	go run ./cmd/bench -burns 1000000 -steady 0 -out bench-1m.json
+
+bench-micro:
+	go test -run '^$$' -bench . -benchtime 3s ./chain ./payments
+
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzDecodeBurn$$' -fuzztime $(FUZZTIME) ./chain
+	go test -run '^$$' -fuzz '^FuzzParseRangeLimit$$' -fuzztime $(FUZZTIME) ./chain
+	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) ./cmd/poller
+
+# Recompiles contracts/src with the solc pinned in contracts/package.json and
+# regenerates the committed ABI, bytecode and Go bindings.
+contracts:
+	cd contracts && npm ci --no-audit --no-fund && node compile.js
+	mkdir -p contracts/bindings
+	@for c in $(CONTRACTS); do \
+		pkgfile=$$(echo $$c | tr 'A-Z' 'a-z'); \
+		$(ABIGEN) --abi contracts/build/$$c.abi --bin contracts/build/$$c.bin \
+			--pkg bindings --type $$c --out contracts/bindings/$$pkgfile.go || exit 1; \
+	done
+
+lint:
+	test -z "$$(gofmt -l .)"
+	go vet ./...
+
+compose-check:
+	docker-compose config -q
+
+demo: build
+	./scripts/demo.sh
+
+clean:
+	rm -rf bin

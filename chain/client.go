@@ -1,0 +1,395 @@
+// Package chain talks to EVM nodes over JSON-RPC: chain id, finality
+// targets, block headers and burn logs. It validates and decodes what a node
+// returns and never trusts a reply it did not check; it classifies failures,
+// adapts eth_getLogs ranges to provider limits and fails over between
+// endpoints.
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/rpc"
+)
+
+// Finality selects how the target block is chosen.
+type Finality string
+
+// The finality modes. FinalityLatest is the head minus a number of confirmations.
+const (
+	FinalityFinalized Finality = "finalized"
+	FinalitySafe      Finality = "safe"
+	FinalityLatest    Finality = "latest"
+)
+
+var (
+	// ErrBadReply marks a reply that contradicts the request or itself: the
+	// node is faulty or inconsistent, and the call may succeed elsewhere or later.
+	ErrBadReply = errors.New("inconsistent reply from node")
+	// ErrNotFound marks a block the node does not have (a null result).
+	ErrNotFound = errors.New("block not found")
+	// ErrNoFinalityBlock marks a node that has no finalized or safe block yet.
+	ErrNoFinalityBlock = errors.New("node has no block with that finality yet")
+)
+
+// Header is the part of a block header burnpoller relies on.
+type Header struct {
+	Number     uint64
+	Hash       common.Hash
+	ParentHash common.Hash
+	Time       uint64
+}
+
+// Observer receives what the chain layer sees; poller.Metrics is the real one.
+type Observer interface {
+	// RPC is called once per JSON-RPC method call with its result ("ok" or a
+	// Class); calls in one batch share the batch's duration.
+	RPC(endpoint, method, result string, took time.Duration)
+	// BadReply is called when a reply that arrived fine fails validation.
+	BadReply(endpoint, method string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) RPC(string, string, string, time.Duration) {}
+func (nopObserver) BadReply(string, string)                   {}
+func (nopObserver) Lagging(string, int64)                     {}
+func (nopObserver) RangeLimit(string, uint64)                 {}
+func (nopObserver) Active(string)                             {}
+
+// Options tune a Client.
+type Options struct {
+	// Timeout bounds every request; zero means 10 seconds.
+	Timeout time.Duration
+	// Observer, if set, sees every call.
+	Observer Observer
+	// HeaderBatch is the most headers asked for in one batch; zero means 200.
+	HeaderBatch int
+}
+
+// Client is a JSON-RPC client for one node endpoint. It is safe for
+// concurrent use.
+type Client struct {
+	rpc     *rpc.Client
+	rawURL  string
+	display string
+	opts    Options
+}
+
+// Dial prepares a client for rawURL (http, https, ws or wss). For HTTP no
+// connection is made until the first call.
+func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
+	}
+	if opts.HeaderBatch <= 0 {
+		opts.HeaderBatch = 200
+	}
+	display := RedactURL(rawURL)
+	httpClient := &http.Client{Transport: retryAfterTransport{base: http.DefaultTransport}}
+	c, err := rpc.DialOptions(ctx, rawURL, rpc.WithHTTPClient(httpClient))
+	if err != nil {
+		return nil, fmt.Errorf("dialing node %s: %w", display, redactError(err, rawURL, display))
+	}
+	return &Client{rpc: c, rawURL: rawURL, display: display, opts: opts}, nil
+}
+
+// Close releases the client's connections.
+func (c *Client) Close() { c.rpc.Close() }
+
+// String names the endpoint with any credentials redacted.
+func (c *Client) String() string { return c.display }
+
+// ChainID returns the node's chain id (eth_chainId).
+func (c *Client) ChainID(ctx context.Context) (uint64, error) {
+	var id hexutil.Big
+	if err := c.call(ctx, &id, "eth_chainId"); err != nil {
+		return 0, err
+	}
+	v := (*big.Int)(&id)
+	if !v.IsUint64() {
+		return 0, c.badReply("eth_chainId", fmt.Errorf("%w: chain id %s out of range", ErrBadReply, v))
+	}
+	return v.Uint64(), nil
+}
+
+// BlockNumber returns the node's head (eth_blockNumber).
+func (c *Client) BlockNumber(ctx context.Context) (uint64, error) {
+	var head hexutil.Uint64
+	if err := c.call(ctx, &head, "eth_blockNumber"); err != nil {
+		return 0, err
+	}
+	return uint64(head), nil
+}
+
+// Target returns the highest block this node can prove under finality: its
+// finalized or safe block, or its head minus confirmations. It returns -1
+// when there is no such block yet.
+func (c *Client) Target(ctx context.Context, finality Finality, confirmations uint64) (int64, error) {
+	switch finality {
+	case FinalityFinalized, FinalitySafe:
+		h, err := c.HeaderByTag(ctx, string(finality))
+		if errors.Is(err, ErrNoFinalityBlock) {
+			return -1, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		return toInt64(h.Number)
+	case FinalityLatest:
+		head, err := c.BlockNumber(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if head < confirmations {
+			return -1, nil
+		}
+		return toInt64(head - confirmations)
+	default:
+		return 0, fmt.Errorf("unknown finality %q", finality)
+	}
+}
+
+// HeaderByTag returns the header of the block named by tag ("latest",
+// "safe", "finalized"). A node without such a block yet gives ErrNoFinalityBlock.
+func (c *Client) HeaderByTag(ctx context.Context, tag string) (Header, error) {
+	var h *rpcHeader
+	err := c.call(ctx, &h, "eth_getBlockByNumber", tag, false)
+	if err != nil {
+		// geth: "finalized block not found" / "safe block not found".
+		if (tag == "finalized" || tag == "safe") && strings.Contains(strings.ToLower(err.Error()), tag+" block not found") {
+			return Header{}, fmt.Errorf("%s: %w", tag, ErrNoFinalityBlock)
+		}
+		return Header{}, err
+	}
+	if h == nil {
+		if tag == "finalized" || tag == "safe" {
+			return Header{}, fmt.Errorf("%s: %w", tag, ErrNoFinalityBlock)
+		}
+		return Header{}, fmt.Errorf("%s block: %w", tag, ErrNotFound)
+	}
+	hdr, err := h.toHeader()
+	if err != nil {
+		return Header{}, c.badReply("eth_getBlockByNumber", err)
+	}
+	return hdr, nil
+}
+
+// HeaderByNumber returns the canonical header of block n.
+func (c *Client) HeaderByNumber(ctx context.Context, n uint64) (Header, error) {
+	hs, err := c.headers(ctx, []uint64{n})
+	if err != nil {
+		return Header{}, err
+	}
+	return hs[n], nil
+}
+
+// Range is a node's answer for one block range: the range's end headers, its
+// burns, and the logs of the burn event that did not decode.
+type Range struct {
+	// From and To are the canonical headers of the first and last block.
+	From, To Header
+	Burns    []Burn
+	Rejected []Rejected
+}
+
+// BurnRange fetches the burn logs of contract in [from, to] with, in the same
+// JSON-RPC batch, the headers of blocks from and to, then the headers of
+// every other block holding a log, and validates the reply: each log must be
+// a LogBurnWithDigest from contract inside the range and carry its block's
+// canonical hash. An inconsistent reply gives an error of ClassBadReply.
+func (c *Client) BurnRange(ctx context.Context, contract common.Address, from, to uint64) (Range, error) {
+	if from > to {
+		return Range{}, fmt.Errorf("empty range [%d, %d]", from, to)
+	}
+	filter := map[string]any{
+		"fromBlock": hexutil.Uint64(from),
+		"toBlock":   hexutil.Uint64(to),
+		"address":   contract,
+		"topics":    [][]common.Hash{{BurnTopic}},
+	}
+	var (
+		logs           []types.Log
+		fromHdr, toHdr *rpcHeader
+	)
+	err := c.batch(ctx, []rpc.BatchElem{
+		{Method: "eth_getLogs", Args: []any{filter}, Result: &logs},
+		{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(from), false}, Result: &fromHdr},
+		{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(to), false}, Result: &toHdr},
+	})
+	if err != nil {
+		return Range{}, err
+	}
+	canonical := make(map[uint64]Header, 2)
+	for _, h := range []struct {
+		raw  *rpcHeader
+		want uint64
+	}{{fromHdr, from}, {toHdr, to}} {
+		hdr, err := h.raw.checked(h.want)
+		if err != nil {
+			return Range{}, c.badReply("eth_getBlockByNumber", err)
+		}
+		canonical[h.want] = hdr
+	}
+	burns, rejected, err := ValidateLogs(logs, contract, from, to)
+	if err != nil {
+		return Range{}, c.badReply("eth_getLogs", err)
+	}
+
+	// Every log must sit in the block the node calls canonical: fetch the
+	// headers of the other blocks holding logs right after the logs.
+	var missing []uint64
+	for _, l := range logs {
+		if _, ok := canonical[l.BlockNumber]; !ok && !slices.Contains(missing, l.BlockNumber) {
+			missing = append(missing, l.BlockNumber)
+		}
+	}
+	more, err := c.headers(ctx, missing)
+	if err != nil {
+		return Range{}, err
+	}
+	for n, h := range more {
+		canonical[n] = h
+	}
+	for _, l := range logs {
+		if h := canonical[l.BlockNumber]; l.BlockHash != h.Hash {
+			return Range{}, c.badReply("eth_getLogs", fmt.Errorf("%w: log of tx %s index %d has block hash %s, canonical block %d has %s",
+				ErrBadReply, l.TxHash.Hex(), l.Index, l.BlockHash.Hex(), l.BlockNumber, h.Hash.Hex()))
+		}
+	}
+	return Range{From: canonical[from], To: canonical[to], Burns: burns, Rejected: rejected}, nil
+}
+
+// headers fetches the canonical headers of blocks ns, in batches.
+func (c *Client) headers(ctx context.Context, ns []uint64) (map[uint64]Header, error) {
+	out := make(map[uint64]Header, len(ns))
+	for chunk := range slices.Chunk(ns, c.opts.HeaderBatch) {
+		raws := make([]*rpcHeader, len(chunk))
+		elems := make([]rpc.BatchElem, len(chunk))
+		for i, n := range chunk {
+			elems[i] = rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(n), false}, Result: &raws[i]}
+		}
+		if err := c.batch(ctx, elems); err != nil {
+			return nil, err
+		}
+		for i, n := range chunk {
+			h, err := raws[i].checked(n)
+			if err != nil {
+				return nil, c.badReply("eth_getBlockByNumber", err)
+			}
+			out[n] = h
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) call(ctx context.Context, result any, method string, args ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	start := time.Now()
+	err := c.rpc.CallContext(ctx, result, method, args...)
+	if err != nil {
+		e := classify(redactError(err, c.rawURL, c.display), c.display, method)
+		c.opts.Observer.RPC(c.display, method, string(e.Class), time.Since(start))
+		return e
+	}
+	c.opts.Observer.RPC(c.display, method, "ok", time.Since(start))
+	return nil
+}
+
+func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
+	if len(elems) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	start := time.Now()
+	err := c.rpc.BatchCallContext(ctx, elems)
+	took := time.Since(start)
+	if err != nil {
+		e := classify(redactError(err, c.rawURL, c.display), c.display, "batch")
+		for _, el := range elems {
+			c.opts.Observer.RPC(c.display, el.Method, string(e.Class), took)
+		}
+		return e
+	}
+	var first *Error
+	for _, el := range elems {
+		if el.Error == nil {
+			c.opts.Observer.RPC(c.display, el.Method, "ok", took)
+			continue
+		}
+		e := classify(redactError(el.Error, c.rawURL, c.display), c.display, el.Method)
+		c.opts.Observer.RPC(c.display, el.Method, string(e.Class), took)
+		if first == nil {
+			first = e
+		}
+	}
+	if first != nil {
+		return first
+	}
+	return nil
+}
+
+// badReply wraps a validation failure as an *Error of ClassBadReply.
+func (c *Client) badReply(method string, err error) error {
+	c.opts.Observer.BadReply(c.display, method)
+	return &Error{Class: ClassBadReply, Endpoint: c.display, Method: method, Err: err}
+}
+
+// rpcHeader is the minimum of a block object; fields are pointers so that a
+// missing one is an error rather than a zero.
+type rpcHeader struct {
+	Number     *hexutil.Big    `json:"number"`
+	Hash       *common.Hash    `json:"hash"`
+	ParentHash *common.Hash    `json:"parentHash"`
+	Timestamp  *hexutil.Uint64 `json:"timestamp"`
+}
+
+func (h *rpcHeader) toHeader() (Header, error) {
+	if h.Number == nil || h.Hash == nil || h.ParentHash == nil || h.Timestamp == nil {
+		return Header{}, fmt.Errorf("%w: block object lacks number, hash, parentHash or timestamp", ErrBadReply)
+	}
+	n := (*big.Int)(h.Number)
+	if !n.IsUint64() {
+		return Header{}, fmt.Errorf("%w: block number %s out of range", ErrBadReply, n)
+	}
+	if *h.Hash == (common.Hash{}) {
+		return Header{}, fmt.Errorf("%w: block %s has a zero hash", ErrBadReply, n)
+	}
+	return Header{Number: n.Uint64(), Hash: *h.Hash, ParentHash: *h.ParentHash, Time: uint64(*h.Timestamp)}, nil
+}
+
+// checked converts a header fetched by number, which must exist and be that block.
+func (h *rpcHeader) checked(want uint64) (Header, error) {
+	if h == nil {
+		return Header{}, fmt.Errorf("%w: header of block %d: %w", ErrBadReply, want, ErrNotFound)
+	}
+	hdr, err := h.toHeader()
+	if err != nil {
+		return Header{}, err
+	}
+	if hdr.Number != want {
+		return Header{}, fmt.Errorf("%w: asked for block %d, got header of %d", ErrBadReply, want, hdr.Number)
+	}
+	return hdr, nil
+}
+
+func toInt64(n uint64) (int64, error) {
+	if n > 1<<62 {
+		return 0, fmt.Errorf("%w: block number %d out of range", ErrBadReply, n)
+	}
+	return int64(n), nil
+}

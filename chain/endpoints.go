@@ -1,0 +1,526 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/rpc"
+)
+
+var (
+	// ErrWrongChain means an endpoint serves another chain than configured.
+	ErrWrongChain = errors.New("node serves another chain")
+	// ErrFinalityUnsupported means the node cannot name blocks by the
+	// configured finality tag.
+	ErrFinalityUnsupported = errors.New("finality tag not supported by the node")
+	// ErrRangeAtOneBlock means a provider refuses eth_getLogs even for a
+	// single block: the poller cannot advance past it through this endpoint.
+	ErrRangeAtOneBlock = errors.New("eth_getLogs refused even for a single block")
+	// ErrNoEndpoint means no endpoint has answered with the right chain id yet.
+	ErrNoEndpoint = errors.New("no endpoint verified yet")
+)
+
+// EndpointsObserver receives what the endpoint set sees, beyond single calls.
+type EndpointsObserver interface {
+	Observer
+	// Lagging reports an endpoint whose target is behind the highest seen.
+	Lagging(endpoint string, behind int64)
+	// RangeLimit reports an endpoint's learned eth_getLogs block limit.
+	RangeLimit(endpoint string, blocks uint64)
+	// Active reports the endpoint now in use.
+	Active(endpoint string)
+}
+
+// EndpointsConfig describes the chain the endpoints must serve.
+type EndpointsConfig struct {
+	ChainID       uint64
+	Finality      Finality
+	Confirmations uint64
+	// MaxRange is the largest eth_getLogs range ever asked (MAX_BLOCK_RANGE).
+	MaxRange uint64
+	// GrowAfter is the number of successes after which a learned range limit
+	// grows by a quarter; zero means 10.
+	GrowAfter int
+	// TargetLogs is how many logs a range should carry at most; ranges
+	// shrink where logs are dense and grow back where they are sparse, which
+	// bounds the memory one range takes. Zero means 2000.
+	TargetLogs int
+}
+
+// Endpoints is the set of node endpoints of one chain (RPC_URL may list
+// several). One serves at a time; an endpoint that fails or lags hands over
+// to the next. The set remembers the highest target any endpoint reported,
+// so the target never moves backwards, and learns each endpoint's
+// eth_getLogs range limit. Target and BurnRange are meant to be called by
+// one loop; they are safe for concurrent use.
+type Endpoints struct {
+	cfg EndpointsConfig
+	obs EndpointsObserver
+	log *slog.Logger
+
+	mu       sync.Mutex
+	eps      []*endpoint
+	cur      int
+	highest  int64
+	health   error // last readiness answer, reused for healthTTL
+	healthAt time.Time
+	// density is the range size that keeps a range near TargetLogs logs,
+	// learned from the chain (the same whichever endpoint serves).
+	density        uint64
+	densityLearned bool
+}
+
+type endpoint struct {
+	c         *Client
+	verified  bool
+	wrong     bool // serves another chain: never used
+	limit     uint64
+	okStreak  int
+	downUntil time.Time
+	lastClass Class // of the last failed call, "" after a success
+	stuck     bool  // refused a one-block range
+}
+
+// Target is the finality target as the serving endpoint proves it.
+type Target struct {
+	// Block is the highest block the serving endpoint can prove under the
+	// configured finality, or -1. The poller never processes beyond it.
+	Block int64
+	// Highest is the highest target any endpoint has reported; it never
+	// decreases.
+	Highest int64
+}
+
+// NewEndpoints returns the set for clients, in order of preference.
+func NewEndpoints(clients []*Client, cfg EndpointsConfig, obs EndpointsObserver, log *slog.Logger) *Endpoints {
+	if cfg.GrowAfter <= 0 {
+		cfg.GrowAfter = 10
+	}
+	if cfg.MaxRange == 0 {
+		cfg.MaxRange = 1000
+	}
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	if cfg.TargetLogs <= 0 {
+		cfg.TargetLogs = 2000
+	}
+	// Density is unknown at first: start small, and double while sparse.
+	e := &Endpoints{cfg: cfg, obs: obs, log: log, highest: -1, density: min(cfg.MaxRange, 16)}
+	for _, c := range clients {
+		e.eps = append(e.eps, &endpoint{c: c, limit: cfg.MaxRange})
+	}
+	return e
+}
+
+// Close closes every client.
+func (e *Endpoints) Close() {
+	for _, ep := range e.eps {
+		ep.c.Close()
+	}
+}
+
+// String names the endpoints, redacted.
+func (e *Endpoints) String() string {
+	s := ""
+	for i, ep := range e.eps {
+		if i > 0 {
+			s += ","
+		}
+		s += ep.c.String()
+	}
+	return s
+}
+
+// Verify checks every endpoint's chain id. An endpoint on another chain is a
+// configuration error: Verify returns an error wrapping ErrWrongChain. It
+// returns an error wrapping ErrNoEndpoint, worth retrying, while no endpoint
+// answers; endpoints that do not answer yet are checked before first use.
+func (e *Endpoints) Verify(ctx context.Context) error {
+	var errs []error
+	verified := 0
+	for _, ep := range e.eps {
+		err := e.verify(ctx, ep)
+		switch {
+		case errors.Is(err, ErrWrongChain):
+			return err
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			verified++
+		}
+	}
+	if verified == 0 {
+		return fmt.Errorf("%w: %w", ErrNoEndpoint, errors.Join(errs...))
+	}
+	for _, err := range errs {
+		e.log.Warn("endpoint not reachable yet; it will be checked before use", slog.Any("err", err))
+	}
+	return nil
+}
+
+func (e *Endpoints) verify(ctx context.Context, ep *endpoint) error {
+	e.mu.Lock()
+	done, wrong := ep.verified, ep.wrong
+	e.mu.Unlock()
+	if wrong {
+		return fmt.Errorf("%w: %s", ErrWrongChain, ep.c)
+	}
+	if done {
+		return nil
+	}
+	id, err := ep.c.ChainID(ctx)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if id != e.cfg.ChainID {
+		ep.wrong = true
+		return fmt.Errorf("%w: CHAIN_ID is %d but the node at %s reports chain id %d", ErrWrongChain, e.cfg.ChainID, ep.c, id)
+	}
+	ep.verified = true
+	return nil
+}
+
+// ProbeFinality checks that the serving endpoint supports the configured
+// finality tag. It returns an error wrapping ErrFinalityUnsupported, with
+// the setting to use instead, when the node rejects the tag or has a long
+// chain but no such block; a node that has no finalized block yet on a young
+// chain is fine.
+func (e *Endpoints) ProbeFinality(ctx context.Context) error {
+	tag := string(e.cfg.Finality)
+	if e.cfg.Finality == FinalityLatest {
+		return nil
+	}
+	ep, _, err := e.pick(ctx, nil)
+	if err != nil {
+		return err
+	}
+	advice := fmt.Sprintf("use FINALITY=latest with CONFIRMATIONS set to the chain's reorganisation depth, or an endpoint that supports %q", tag)
+	_, err = ep.c.HeaderByTag(ctx, tag)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNoFinalityBlock):
+		head, herr := ep.c.BlockNumber(ctx)
+		if herr != nil {
+			return herr
+		}
+		// A chain with a finality gadget finalizes within a few epochs; a
+		// long chain that never did has none.
+		if head > 256 {
+			return fmt.Errorf("%w: FINALITY=%s, but the node at %s has %d blocks and no %s block; %s",
+				ErrFinalityUnsupported, tag, ep.c, head, tag, advice)
+		}
+		return nil
+	case ClassOf(err) == ClassPermanent && !errors.As(err, new(rpc.HTTPError)):
+		// A JSON-RPC refusal of the request, not of our credentials.
+		return fmt.Errorf("%w: FINALITY=%s, but the node at %s rejects the %q block tag (%v); %s",
+			ErrFinalityUnsupported, tag, ep.c, tag, err, advice)
+	}
+	return err
+}
+
+// Target asks the serving endpoint for the finality target. An endpoint
+// behind the highest target seen is lagging: another endpoint takes over if
+// one is ahead; if none is, Target returns what the best of them can prove.
+func (e *Endpoints) Target(ctx context.Context) (Target, error) {
+	var (
+		tried   []*endpoint
+		lastErr error
+		best    *endpoint
+		bestT   int64 = -2
+	)
+	for range e.eps {
+		ep, ready, err := e.pick(ctx, tried)
+		if err != nil {
+			if lastErr == nil {
+				lastErr = err
+			}
+			break
+		}
+		// An endpoint cooling down after a failure is asked only when no
+		// ready one answered: a slightly lagging healthy endpoint beats it.
+		if !ready && best != nil {
+			break
+		}
+		tried = append(tried, ep)
+		t, err := ep.c.Target(ctx, e.cfg.Finality, e.cfg.Confirmations)
+		if err != nil {
+			e.fail(ep, err)
+			lastErr = err
+			continue
+		}
+		e.mu.Lock()
+		highest := e.highest
+		e.mu.Unlock()
+		if t >= highest {
+			return e.serve(ep, t), nil
+		}
+		e.obs.Lagging(ep.c.String(), highest-t)
+		e.log.Warn("endpoint is behind the highest target seen", slog.String("endpoint", ep.c.String()),
+			slog.Int64("target", t), slog.Int64("highest", highest))
+		if t > bestT {
+			best, bestT = ep, t
+		}
+	}
+	if best != nil {
+		return e.serve(best, bestT), nil
+	}
+	return Target{}, lastErr
+}
+
+// serve makes ep the serving endpoint with target t.
+func (e *Endpoints) serve(ep *endpoint, t int64) Target {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.highest = max(e.highest, t)
+	if ep.lastClass != ClassRangeLimit {
+		ep.lastClass = ""
+	}
+	for i, x := range e.eps {
+		if x == ep && i != e.cur {
+			e.cur = i
+			e.log.Warn("switched endpoint", slog.String("endpoint", ep.c.String()))
+			e.obs.Active(ep.c.String())
+		}
+	}
+	return Target{Block: t, Highest: e.highest}
+}
+
+// BurnRange fetches the burns of contract from block from up to at most
+// maxTo from the serving endpoint, within that endpoint's learned range
+// limit: the returned Range may end before maxTo. A "range too large" reply
+// shrinks the range to the provider's suggestion when smaller, else halves
+// it, and tries again at once; the limit learned grows back slowly after
+// successes. A refusal at a single block gives ErrRangeAtOneBlock.
+func (e *Endpoints) BurnRange(ctx context.Context, contract common.Address, from, maxTo uint64) (Range, error) {
+	if from > maxTo {
+		return Range{}, fmt.Errorf("empty range [%d, %d]", from, maxTo)
+	}
+	e.mu.Lock()
+	ep := e.eps[e.cur]
+	limit := min(ep.limit, e.density)
+	e.mu.Unlock()
+	to := maxTo
+	if to-from+1 > limit {
+		to = from + limit - 1
+	}
+	for {
+		r, err := ep.c.BurnRange(ctx, contract, from, to)
+		if err == nil {
+			e.succeed(ep)
+			e.learnDensity(to-from+1, len(r.Burns)+len(r.Rejected))
+			return r, nil
+		}
+		var rpcErr *Error
+		if !errors.As(err, &rpcErr) || rpcErr.Class != ClassRangeLimit {
+			e.fail(ep, err)
+			return Range{}, err
+		}
+		span := to - from + 1
+		if errors.Is(err, ErrResponseTooLarge) && span > 1 {
+			// Too many logs to read safely: a density problem, not the
+			// provider's limit.
+			e.mu.Lock()
+			e.density = max(1, span/4)
+			next := e.density
+			e.mu.Unlock()
+			e.log.Warn("reply too large; narrowing the range", slog.Uint64("from", from), slog.Uint64("to", to), slog.Uint64("blocks", next))
+			to = from + next - 1
+			continue
+		}
+		if span == 1 {
+			err = fmt.Errorf("block %d on %s: %w: %w", from, ep.c, ErrRangeAtOneBlock, err)
+			e.fail(ep, err) // another endpoint, if any, takes over
+			e.mu.Lock()
+			ep.stuck = true
+			e.mu.Unlock()
+			return Range{}, err
+		}
+		next := shrink(span, from, to, rpcErr.Limit)
+		e.mu.Lock()
+		ep.limit, ep.okStreak = next, 0
+		e.mu.Unlock()
+		e.obs.RangeLimit(ep.c.String(), next)
+		e.log.Warn("provider refused the eth_getLogs range; narrowing it", slog.String("endpoint", ep.c.String()),
+			slog.Uint64("from", from), slog.Uint64("to", to), slog.Uint64("new_limit", next), slog.Any("err", err))
+		to = from + next - 1
+	}
+}
+
+// shrink returns the next range span after a refusal of [from, to]: the
+// provider's suggestion or stated limit when smaller, else half. It is
+// always at least 1 and less than span, so a range is never asked twice.
+func shrink(span, from, to uint64, l RangeLimit) uint64 {
+	next := span / 2
+	switch {
+	case l.Suggested && l.From == from && l.To >= from && l.To < to:
+		next = l.To - from + 1
+	case l.Suggested && l.To >= l.From && l.To-l.From+1 < span:
+		next = l.To - l.From + 1
+	case l.MaxBlocks > 0 && l.MaxBlocks < span:
+		next = l.MaxBlocks
+	}
+	return max(1, min(next, span-1))
+}
+
+// learnDensity sizes the next ranges from this one's log count: down in
+// proportion where logs are dense, doubling back where they are sparse.
+func (e *Endpoints) learnDensity(span uint64, logs int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.densityLearned = true
+	target := uint64(e.cfg.TargetLogs)
+	switch {
+	case uint64(logs) > target:
+		e.density = max(1, span*target/uint64(logs))
+	case uint64(logs) < target/2 && span >= e.density:
+		e.density = min(e.cfg.MaxRange, e.density*2)
+	}
+}
+
+// HintDensity seeds the range size from logs counted over blocks elsewhere
+// (the ledger), before any range has taught it: a replica taking over on a
+// dense chain then does not start with a range too large to read.
+func (e *Endpoints) HintDensity(blocks uint64, logs int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.densityLearned || blocks == 0 {
+		return
+	}
+	if logs <= 0 {
+		e.density = e.cfg.MaxRange
+		return
+	}
+	e.density = max(1, min(e.cfg.MaxRange, blocks*uint64(e.cfg.TargetLogs)/uint64(logs)))
+}
+
+func (e *Endpoints) succeed(ep *endpoint) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ep.lastClass, ep.stuck, ep.downUntil = "", false, time.Time{}
+	ep.okStreak++
+	if ep.okStreak >= e.cfg.GrowAfter && ep.limit < e.cfg.MaxRange {
+		ep.limit = min(e.cfg.MaxRange, ep.limit+max(1, ep.limit/4))
+		ep.okStreak = 0
+		e.obs.RangeLimit(ep.c.String(), ep.limit)
+	}
+}
+
+// fail records a failed call and hands over to the next endpoint.
+func (e *Endpoints) fail(ep *endpoint, err error) {
+	class := ClassOf(err)
+	cool := 5 * time.Second
+	switch class {
+	case ClassThrottled:
+		cool = max(RetryAfterOf(err), 5*time.Second)
+	case ClassPermanent:
+		cool = time.Minute
+	case ClassRangeLimit:
+		cool = time.Minute // only a one-block refusal reaches here
+	case ClassBadReply:
+		cool = 10 * time.Second
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ep.lastClass, ep.okStreak = class, 0
+	ep.downUntil = time.Now().Add(cool)
+	if len(e.eps) > 1 && e.eps[e.cur] == ep {
+		e.log.Warn("endpoint failed; handing over", slog.String("endpoint", ep.c.String()),
+			slog.String("class", string(class)), slog.Duration("cooldown", cool))
+	}
+}
+
+// pick returns the endpoint to use: the serving one unless it is cooling
+// down, else the next usable one in order; endpoints in skip are passed
+// over. An unverified endpoint is verified first.
+func (e *Endpoints) pick(ctx context.Context, skip []*endpoint) (ep *endpoint, ready bool, err error) {
+	e.mu.Lock()
+	n := len(e.eps)
+	now := time.Now()
+	var readyEps, cooling []*endpoint
+	for i := range n {
+		ep := e.eps[(e.cur+i)%n]
+		switch {
+		case ep.wrong || slices.Contains(skip, ep):
+		case now.Before(ep.downUntil):
+			cooling = append(cooling, ep)
+		default:
+			readyEps = append(readyEps, ep)
+		}
+	}
+	e.mu.Unlock()
+	// Ready endpoints first; the rest still beat none.
+	var lastErr error = ErrNoEndpoint
+	for i, ep := range append(readyEps, cooling...) {
+		if err := e.verify(ctx, ep); err != nil {
+			if errors.Is(err, ErrWrongChain) {
+				e.log.Error("endpoint serves another chain; not using it", slog.Any("err", err))
+			} else {
+				e.fail(ep, err)
+			}
+			lastErr = err
+			continue
+		}
+		return ep, i < len(readyEps), nil
+	}
+	return nil, false, lastErr
+}
+
+// Header returns the canonical header of block n from a usable endpoint.
+func (e *Endpoints) Header(ctx context.Context, n uint64) (Header, error) {
+	ep, _, err := e.pick(ctx, nil)
+	if err != nil {
+		return Header{}, err
+	}
+	h, err := ep.c.HeaderByNumber(ctx, n)
+	if err != nil {
+		e.fail(ep, err)
+	}
+	return h, err
+}
+
+// healthTTL is how long a readiness answer is reused, so that frequent
+// probes do not spend the provider's quota.
+const healthTTL = 5 * time.Second
+
+// Health reports, for readiness, whether the serving endpoint answers with
+// the right chain id and is usable; the error text is a short state.
+func (e *Endpoints) Health(ctx context.Context) error {
+	e.mu.Lock()
+	ep := e.eps[e.cur]
+	class, stuck := ep.lastClass, ep.stuck
+	cached, at := e.health, e.healthAt
+	e.mu.Unlock()
+	switch {
+	case stuck:
+		return errors.New("eth_getLogs refused for a single block")
+	case class == ClassPermanent:
+		return errors.New("permanent error")
+	}
+	if time.Since(at) < healthTTL {
+		return cached
+	}
+	id, err := ep.c.ChainID(ctx)
+	var state error
+	switch {
+	case err != nil && ClassOf(err) == ClassPermanent:
+		state = errors.New("permanent error")
+	case err != nil:
+		state = errors.New("unreachable")
+	case id != e.cfg.ChainID:
+		state = errors.New("wrong chain id")
+	}
+	e.mu.Lock()
+	e.health, e.healthAt = state, time.Now()
+	e.mu.Unlock()
+	return state
+}

@@ -1,0 +1,530 @@
+package chain_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+
+	"github.com/burnpoller/burnpoller/chain"
+)
+
+// scriptedNode is a consistent chain of empty blocks whose answers a test
+// can bend: a lower finalized block, a range limit, failures.
+type scriptedNode struct {
+	mu        sync.Mutex
+	chainID   uint64
+	head      uint64
+	finalized int64 // -1: none
+	limit     uint64
+	limitErr  func(from, to uint64) error // reply to a range over limit
+	refuseAll bool                        // reply limitErr to every range
+	failing   bool
+	// logsPerBlock fills every block with that many burn logs.
+	logsPerBlock int
+	finalTag     error // reply to the "finalized" tag instead of a block
+	spans        [][2]uint64
+}
+
+func (n *scriptedNode) handle(method string, params []json.RawMessage) (any, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.failing {
+		return nil, errors.New("header not found")
+	}
+	switch method {
+	case "eth_chainId":
+		return hexutil.Uint64(n.chainID), nil
+	case "eth_blockNumber":
+		return hexutil.Uint64(n.head), nil
+	case "eth_getLogs":
+		var f struct {
+			From hexutil.Uint64 `json:"fromBlock"`
+			To   hexutil.Uint64 `json:"toBlock"`
+		}
+		_ = json.Unmarshal(params[0], &f)
+		n.spans = append(n.spans, [2]uint64{uint64(f.From), uint64(f.To)})
+		if n.refuseAll || n.limit > 0 && uint64(f.To-f.From)+1 > n.limit {
+			return nil, n.limitErr(uint64(f.From), uint64(f.To))
+		}
+		logs := []types.Log{}
+		for b := uint64(f.From); b <= uint64(f.To) && n.logsPerBlock > 0; b++ {
+			for i := range n.logsPerBlock {
+				l := burnLog(b, byte(b), uint(i), big.NewInt(1), 1)
+				l.BlockHash = hashOf(b)
+				l.TxHash = common.BigToHash(new(big.Int).SetUint64(b<<16 | uint64(i) + 1))
+				logs = append(logs, l)
+			}
+		}
+		return logs, nil
+	case "eth_getBlockByNumber":
+		var tag string
+		if json.Unmarshal(params[0], &tag) == nil && (tag == "finalized" || tag == "safe") {
+			if n.finalTag != nil {
+				return nil, n.finalTag
+			}
+			if n.finalized < 0 {
+				return nil, errors.New("finalized block not found")
+			}
+			return header(uint64(n.finalized), hashOf(uint64(n.finalized)), hashOf(uint64(n.finalized)-1)), nil
+		}
+		var num hexutil.Uint64
+		if err := json.Unmarshal(params[0], &num); err != nil {
+			return nil, err
+		}
+		if uint64(num) > n.head {
+			return nil, nil
+		}
+		return header(uint64(num), hashOf(uint64(num)), hashOf(uint64(num)-1)), nil
+	}
+	return nil, fmt.Errorf("unexpected %s", method)
+}
+
+// set changes the node under its lock.
+func (n *scriptedNode) set(f func(*scriptedNode)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f(n)
+}
+
+func (n *scriptedNode) requested() [][2]uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([][2]uint64(nil), n.spans...)
+}
+
+type endpointsObs struct {
+	recordingObserver
+	mu     sync.Mutex
+	active []string
+	lag    []int64
+	limits []uint64
+}
+
+func (o *endpointsObs) Lagging(_ string, behind int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lag = append(o.lag, behind)
+}
+
+func (o *endpointsObs) RangeLimit(_ string, blocks uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.limits = append(o.limits, blocks)
+}
+
+func (o *endpointsObs) Active(endpoint string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.active = append(o.active, endpoint)
+}
+
+func newEndpoints(t *testing.T, cfg chain.EndpointsConfig, nodes ...*scriptedNode) (*chain.Endpoints, *endpointsObs, []string) {
+	t.Helper()
+	return newEndpointsTimeout(t, 2*time.Second, cfg, nodes...)
+}
+
+// newEndpointsTimeout is newEndpoints with a chosen RPC timeout, for tests
+// whose fake node writes replies of many megabytes (slow under -race).
+func newEndpointsTimeout(t *testing.T, timeout time.Duration, cfg chain.EndpointsConfig, nodes ...*scriptedNode) (*chain.Endpoints, *endpointsObs, []string) {
+	t.Helper()
+	var (
+		clients []*chain.Client
+		urls    []string
+	)
+	for _, n := range nodes {
+		srv := httptest.NewServer(&fakeNode{handle: n.handle})
+		t.Cleanup(srv.Close)
+		c, err := chain.Dial(context.Background(), srv.URL, chain.Options{Timeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+		urls = append(urls, c.String())
+	}
+	if cfg.ChainID == 0 {
+		cfg.ChainID = 1337
+	}
+	if cfg.Finality == "" {
+		cfg.Finality = chain.FinalityFinalized
+	}
+	obs := &endpointsObs{}
+	e := chain.NewEndpoints(clients, cfg, obs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(e.Close)
+	return e, obs, urls
+}
+
+func node(head uint64, finalized int64) *scriptedNode {
+	return &scriptedNode{chainID: 1337, head: head, finalized: finalized}
+}
+
+func TestTargetNeverMovesBackwards(t *testing.T) {
+	t.Parallel()
+	a := node(200, 100)
+	e, obs, _ := newEndpoints(t, chain.EndpointsConfig{}, a)
+	ctx := context.Background()
+	if got, err := e.Target(ctx); err != nil || got != (chain.Target{Block: 100, Highest: 100}) {
+		t.Fatalf("Target = %+v, %v", got, err)
+	}
+	// The node falls behind (a load balancer's lagging backend).
+	a.set(func(n *scriptedNode) { n.finalized = 90 })
+	got, err := e.Target(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != (chain.Target{Block: 90, Highest: 100}) {
+		t.Fatalf("Target = %+v, want what the node can prove (90) and the highest seen (100)", got)
+	}
+	if len(obs.lag) != 1 || obs.lag[0] != 10 {
+		t.Fatalf("lag observed = %v, want [10]", obs.lag)
+	}
+}
+
+func TestLaggingEndpointHandsOver(t *testing.T) {
+	t.Parallel()
+	a, b := node(200, 100), node(200, 100)
+	e, obs, urls := newEndpoints(t, chain.EndpointsConfig{}, a, b)
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.set(func(n *scriptedNode) { n.finalized = 64 })
+	b.set(func(n *scriptedNode) { n.finalized = 128 })
+	got, err := e.Target(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != (chain.Target{Block: 128, Highest: 128}) {
+		t.Fatalf("Target = %+v, want b's 128", got)
+	}
+	if len(obs.active) == 0 || obs.active[len(obs.active)-1] != urls[1] {
+		t.Fatalf("active endpoints = %v, want b (%s) last", obs.active, urls[1])
+	}
+}
+
+func TestFailingEndpointHandsOver(t *testing.T) {
+	t.Parallel()
+	a, b := node(200, 100), node(200, 96)
+	a.failing = true
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{}, a, b)
+	ctx := context.Background()
+	got, err := e.Target(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Block != 96 {
+		t.Fatalf("Target = %+v, want b's 96", got)
+	}
+	// The burn range comes from the endpoint that gave the target.
+	if _, err := e.BurnRange(ctx, contract, 90, 96); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.requested()); n != 1 {
+		t.Fatalf("b served %d eth_getLogs, want 1", n)
+	}
+}
+
+func TestAllEndpointsFailing(t *testing.T) {
+	t.Parallel()
+	a, b := node(200, 100), node(200, 100)
+	a.failing, b.failing = true, true
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{}, a, b)
+	if _, err := e.Target(context.Background()); chain.ClassOf(err) != chain.ClassTransient {
+		t.Fatalf("Target = %v, want a transient error", err)
+	}
+}
+
+func TestAdaptiveRange(t *testing.T) {
+	t.Parallel()
+	gethStyle := func(from, to uint64) error { return errors.New("exceed maximum block range 10") }
+	alchemyStyle := func(from, to uint64) error {
+		return fmt.Errorf("Log response size exceeded. this block range should work: [%#x, %#x]", from, from+6)
+	}
+	bare := func(from, to uint64) error { return errors.New("block range too large") }
+	tests := []struct {
+		name      string
+		limit     uint64
+		reply     func(from, to uint64) error
+		wantSpans [][2]uint64 // eth_getLogs ranges asked, in order
+		wantTo    uint64
+	}{
+		{"stated limit", 11, gethStyle, [][2]uint64{{0, 99}, {0, 9}}, 9},
+		{"suggested range", 7, alchemyStyle, [][2]uint64{{0, 99}, {0, 6}}, 6},
+		{"halving", 20, bare, [][2]uint64{{0, 99}, {0, 49}, {0, 24}, {0, 11}}, 11},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := node(1000, 1000)
+			n.limit, n.limitErr = tt.limit, tt.reply
+			e, obs, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 100}, n)
+			e.HintDensity(1000, 0) // sparse logs: only the provider limits the range
+			if _, err := e.Target(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			r, err := e.BurnRange(context.Background(), contract, 0, 500)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.To.Number != tt.wantTo {
+				t.Fatalf("range ends at %d, want %d", r.To.Number, tt.wantTo)
+			}
+			if got := n.requested(); fmt.Sprint(got) != fmt.Sprint(tt.wantSpans) {
+				t.Fatalf("asked %v, want %v", got, tt.wantSpans)
+			}
+			// The limit is remembered: the next range starts at the learned size.
+			if _, err := e.BurnRange(context.Background(), contract, tt.wantTo+1, 500); err != nil {
+				t.Fatal(err)
+			}
+			spans := n.requested()
+			last := spans[len(spans)-1]
+			if last[1]-last[0]+1 != tt.wantTo+1 {
+				t.Fatalf("next range %v, want %d blocks", last, tt.wantTo+1)
+			}
+			if len(obs.limits) == 0 {
+				t.Fatal("no range limit observed")
+			}
+		})
+	}
+}
+
+func TestRangeLimitGrowsBackSlowly(t *testing.T) {
+	t.Parallel()
+	n := node(100000, 100000)
+	n.limit, n.limitErr = 10, func(uint64, uint64) error { return errors.New("block range too large") }
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 100, GrowAfter: 3}, n)
+	e.HintDensity(1000, 0)
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := uint64(0)
+	call := func() uint64 {
+		r, err := e.BurnRange(ctx, contract, next, 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		span := r.To.Number - next + 1
+		next = r.To.Number + 1
+		return span
+	}
+	// 100 -> 50 -> 25 -> 12 -> 6 (fits); then three successes grow it by a quarter.
+	if got := call(); got != 6 {
+		t.Fatalf("first span %d, want 6", got)
+	}
+	call()
+	call()
+	n.set(func(n *scriptedNode) { n.limit = 0 }) // the provider lifts its limit
+	if got := call(); got != 7 {
+		t.Fatalf("span after growing = %d, want 7 (6 + a quarter, at least 1)", got)
+	}
+}
+
+func TestRangeRefusedAtOneBlock(t *testing.T) {
+	t.Parallel()
+	n := node(1000, 1000)
+	n.refuseAll = true
+	n.limitErr = func(uint64, uint64) error { return errors.New("query returned more than 10000 results") }
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 4}, n)
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.BurnRange(ctx, contract, 10, 100)
+	if !errors.Is(err, chain.ErrRangeAtOneBlock) {
+		t.Fatalf("BurnRange = %v, want ErrRangeAtOneBlock", err)
+	}
+	// 4 -> 2 -> 1 blocks, each asked once.
+	if got := fmt.Sprint(n.requested()); got != "[[10 13] [10 11] [10 10]]" {
+		t.Fatalf("asked %s", got)
+	}
+	if err := e.Health(ctx); err == nil {
+		t.Fatal("Health is fine while the endpoint refuses a single block")
+	}
+}
+
+func TestVerifyRefusesAnotherChain(t *testing.T) {
+	t.Parallel()
+	a, b := node(10, 0), node(10, 0)
+	b.chainID = 1
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{}, a, b)
+	if err := e.Verify(context.Background()); !errors.Is(err, chain.ErrWrongChain) {
+		t.Fatalf("Verify = %v, want ErrWrongChain", err)
+	}
+}
+
+func TestVerifyWaitsForAnyEndpoint(t *testing.T) {
+	t.Parallel()
+	a := node(10, 0)
+	a.failing = true
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{}, a)
+	if err := e.Verify(context.Background()); !errors.Is(err, chain.ErrNoEndpoint) {
+		t.Fatalf("Verify = %v, want ErrNoEndpoint", err)
+	}
+	a.set(func(n *scriptedNode) { n.failing = false })
+	if err := e.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProbeFinality(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		node     *scriptedNode
+		finality chain.Finality
+		wantErr  error
+	}{
+		{"finalized block present", node(100, 64), chain.FinalityFinalized, nil},
+		{"young chain without a finalized block yet", node(10, -1), chain.FinalityFinalized, nil},
+		{"long chain that never finalized", node(5000, -1), chain.FinalityFinalized, chain.ErrFinalityUnsupported},
+		{"tag rejected", &scriptedNode{chainID: 1337, head: 100, finalized: -1,
+			finalTag: &jsonRPCError{-32602, "invalid argument 0: hex string without 0x prefix"}}, chain.FinalityFinalized, chain.ErrFinalityUnsupported},
+		{"latest needs no tag", node(5000, -1), chain.FinalityLatest, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _, _ := newEndpoints(t, chain.EndpointsConfig{Finality: tt.finality}, tt.node)
+			err := e.ProbeFinality(context.Background())
+			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Fatalf("ProbeFinality = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// jsonRPCError lets a scripted reply carry a JSON-RPC error code.
+type jsonRPCError struct {
+	code int
+	msg  string
+}
+
+func (e *jsonRPCError) Error() string { return e.msg }
+
+func TestHealthyLaggingEndpointBeatsACoolingOne(t *testing.T) {
+	t.Parallel()
+	a, b := node(200, 100), node(200, 100)
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{}, a, b)
+	ctx := context.Background()
+	if got, err := e.Target(ctx); err != nil || got.Block != 100 {
+		t.Fatalf("Target = %+v, %v", got, err)
+	}
+	// a fails its logs; b is a block behind.
+	a.set(func(n *scriptedNode) { n.failing = true })
+	if _, err := e.BurnRange(ctx, contract, 90, 100); err == nil {
+		t.Fatal("a's failure did not surface")
+	}
+	a.set(func(n *scriptedNode) { n.failing = false })
+	b.set(func(n *scriptedNode) { n.finalized = 99 })
+	got, err := e.Target(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Block != 99 {
+		t.Fatalf("Target = %+v, want b's 99 rather than the cooling a", got)
+	}
+	if _, err := e.BurnRange(ctx, contract, 90, 99); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.requested()); n != 1 {
+		t.Fatalf("b served %d eth_getLogs, want 1", n)
+	}
+}
+
+// denseNode is a node whose every block holds perBlock logs of the contract.
+func denseNode(perBlock int) *scriptedNode {
+	n := node(100000, 100000)
+	n.logsPerBlock = perBlock
+	return n
+}
+
+func TestRangesFollowLogDensity(t *testing.T) {
+	t.Parallel()
+	n := denseNode(100) // 100 logs a block
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 1000, TargetLogs: 500}, n)
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The density is unknown: the first range asks 16 blocks.
+	r, err := e.BurnRange(ctx, contract, 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Burns) != 1_600 {
+		t.Fatalf("first range: %d logs, want 1600", len(r.Burns))
+	}
+	// Then 5 blocks a range: 500 logs.
+	r, err = e.BurnRange(ctx, contract, r.To.Number+1, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.To.Number - r.From.Number + 1; got != 5 || len(r.Burns) != 500 {
+		t.Fatalf("second range: %d blocks, %d logs; want 5 and 500", got, len(r.Burns))
+	}
+	// Sparse again: ranges double back towards MAX_BLOCK_RANGE.
+	n.set(func(n *scriptedNode) { n.logsPerBlock = 0 })
+	var spans []uint64
+	next := r.To.Number + 1
+	for range 10 {
+		r, err = e.BurnRange(ctx, contract, next, 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spans = append(spans, r.To.Number-r.From.Number+1)
+		next = r.To.Number + 1
+	}
+	if fmt.Sprint(spans) != "[5 10 20 40 80 160 320 640 1000 1000]" {
+		t.Fatalf("spans = %v", spans)
+	}
+}
+
+func TestReplyOverTheSizeCapNarrowsTheRange(t *testing.T) {
+	t.Parallel()
+	n := denseNode(100)
+	e, _, _ := newEndpointsTimeout(t, time.Minute, chain.EndpointsConfig{MaxRange: 1000, TargetLogs: 500}, n)
+	e.HintDensity(1000, 0) // wrongly sparse: the first range is 1000 blocks, 100,000 logs
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.BurnRange(ctx, contract, 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1000 blocks and then 250 are over 8 MiB; 62 blocks (6200 logs) are not.
+	if got := r.To.Number + 1; got != 62 || len(r.Burns) != 6200 {
+		t.Fatalf("first range: %d blocks, %d logs", got, len(r.Burns))
+	}
+}
+
+func TestDensityHintFromTheLedger(t *testing.T) {
+	t.Parallel()
+	n := denseNode(100)
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 1000, TargetLogs: 500}, n)
+	e.HintDensity(256, 25600) // the ledger: 100 logs a block
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.BurnRange(ctx, contract, 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.To.Number + 1; got != 5 {
+		t.Fatalf("first range %d blocks, want 5 (500 logs at 100 a block)", got)
+	}
+	if reqs := n.requested(); len(reqs) != 1 {
+		t.Fatalf("asked %v; the hint should have avoided any refusal", reqs)
+	}
+}

@@ -1,0 +1,285 @@
+package chain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ethereum/go-ethereum/rpc"
+)
+
+// Class is the kind of a failed call, which decides how the caller retries.
+type Class string
+
+// The classes of failure.
+const (
+	// ClassThrottled: the provider asks us to slow down (HTTP 429/503, rate
+	// limit codes). Honour RetryAfter, back off with jitter.
+	ClassThrottled Class = "throttled"
+	// ClassTransient: timeouts, resets, 5xx, a node not synced: back off.
+	ClassTransient Class = "transient"
+	// ClassPermanent: authentication, unknown method, invalid parameters:
+	// retrying will not help until someone changes something.
+	ClassPermanent Class = "permanent"
+	// ClassRangeLimit: the block range or the result set is too large.
+	ClassRangeLimit Class = "range_limit"
+	// ClassBadReply: the reply contradicts the request or the chain.
+	ClassBadReply Class = "bad_reply"
+)
+
+// Error is a failed call to one endpoint.
+type Error struct {
+	Class    Class
+	Endpoint string // redacted
+	Method   string
+	// RetryAfter is the provider's Retry-After, when it sent one.
+	RetryAfter time.Duration
+	// Limit is the parsed range-limit reply, for ClassRangeLimit.
+	Limit RangeLimit
+	Err   error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s on %s: %s: %v", e.Method, e.Endpoint, e.Class, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ClassOf returns the class of err: an *Error's own, ClassBadReply for
+// ErrBadReply, else ClassTransient.
+func ClassOf(err error) Class {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	if errors.Is(err, ErrBadReply) {
+		return ClassBadReply
+	}
+	return ClassTransient
+}
+
+// RetryAfterOf returns the Retry-After carried by err, or zero.
+func RetryAfterOf(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+// maxRetryAfter caps what a provider may ask for.
+const maxRetryAfter = 5 * time.Minute
+
+// classify turns a transport or JSON-RPC error into an *Error.
+func classify(err error, endpoint, method string) *Error {
+	e := &Error{Class: ClassTransient, Endpoint: endpoint, Method: method, Err: err}
+	var (
+		httpErr  rpc.HTTPError
+		rpcErr   rpc.Error
+		netErr   net.Error
+		code     int
+		message  string
+		data     any
+		isRPCErr bool
+	)
+	switch {
+	case errors.Is(err, ErrBadReply):
+		e.Class = ClassBadReply
+		return e
+	case errors.Is(err, ErrResponseTooLarge) || strings.Contains(err.Error(), ErrResponseTooLarge.Error()):
+		e.Class = ClassRangeLimit
+		return e
+	case errors.As(err, &httpErr):
+		// The body of a non-2xx reply may still carry a JSON-RPC error.
+		code, message, data, isRPCErr = bodyError(httpErr.Body)
+		e.RetryAfter = max(retryAfterFromStatus(httpErr.Status), backoffFromData(data))
+		switch st := httpErr.StatusCode; {
+		case st == http.StatusTooManyRequests, st == http.StatusServiceUnavailable:
+			e.Class = ClassThrottled
+		case st == http.StatusUnauthorized, st == http.StatusForbidden, st == http.StatusPaymentRequired:
+			e.Class = ClassPermanent
+		case isRPCErr:
+			e.Class = classifyRPC(code, message, data, &e.Limit)
+		case st == http.StatusRequestEntityTooLarge:
+			e.Class = ClassRangeLimit
+		case st == http.StatusNotFound, st == http.StatusMethodNotAllowed, st == http.StatusBadRequest:
+			e.Class = ClassPermanent
+		default:
+			e.Class = ClassTransient
+		}
+		return e
+	case errors.As(err, &rpcErr):
+		code, message = rpcErr.ErrorCode(), rpcErr.Error()
+		var de rpc.DataError
+		if errors.As(err, &de) {
+			data = de.ErrorData()
+		}
+		e.Class = classifyRPC(code, message, data, &e.Limit)
+		e.RetryAfter = backoffFromData(data)
+		return e
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.As(err, &netErr), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
+		e.Class = ClassTransient
+		return e
+	}
+	return e
+}
+
+// classifyRPC classes a JSON-RPC error object by its code and message.
+func classifyRPC(code int, message string, data any, limit *RangeLimit) Class {
+	if isRangeLimit(code, message, data, limit) {
+		return ClassRangeLimit
+	}
+	msg := strings.ToLower(message)
+	switch {
+	case containsAny(msg, "rate limit", "too many requests", "request rate", "requests per second", "request limit reached",
+		"compute units per second", "capacity", "throttl", "busy", "overloaded", "try again later", "credits limited", "/sec"):
+		return ClassThrottled
+	case containsAny(msg, "unauthorized", "forbidden", "api key", "apikey", "project id", "invalid token", "token is invalid",
+		"personal token", "not allowed", "access denied", "must be authenticated", "not whitelisted", "disabled",
+		"payment required", "credit limit", "invalid jwt"):
+		return ClassPermanent
+	}
+	switch code {
+	case -32005: // Infura, MetaMask: "limit exceeded" (rate); range replies were matched above
+		return ClassThrottled
+	case -32007, -32029, 429: // Alchemy and others: request rate exceeded
+		return ClassThrottled
+	case -32601, -32602, -32600, -32700: // method not found, invalid params or request, parse error
+		return ClassPermanent
+	}
+	return ClassTransient
+}
+
+// backoffFromData reads Infura's {"rate": {"backoff_seconds": N}} hint.
+func backoffFromData(data any) time.Duration {
+	m, _ := data.(map[string]any)
+	rate, _ := m["rate"].(map[string]any)
+	secs, ok := rate["backoff_seconds"].(float64)
+	if !ok || secs <= 0 || secs != secs {
+		return 0
+	}
+	return min(time.Duration(secs*float64(time.Second)), maxRetryAfter)
+}
+
+// bodyError extracts the JSON-RPC error from a non-2xx reply body; ok is
+// false when the body is not one.
+func bodyError(body []byte) (code int, message string, data any, ok bool) {
+	var reply struct {
+		Error *struct {
+			Code    int             `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &reply) != nil || reply.Error == nil {
+		return 0, "", nil, false
+	}
+	var d any
+	_ = json.Unmarshal(reply.Error.Data, &d)
+	return reply.Error.Code, reply.Error.Message, d, true
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrResponseTooLarge means a reply was cut off at MaxResponseBytes: the
+// range asked for holds too many logs to read safely.
+var ErrResponseTooLarge = errors.New("reply larger than the response limit")
+
+// MaxResponseBytes caps a reply body, so that a dense range cannot make the
+// process read (and hold) an unbounded reply; beyond it, the range shrinks.
+const MaxResponseBytes = 8 << 20
+
+// retryAfterTransport notes a 429 or 503 reply's Retry-After in the
+// response's status line, the one part of a non-2xx reply go-ethereum's RPC
+// client passes on (as rpc.HTTPError.Status), and caps reply bodies at
+// MaxResponseBytes.
+type retryAfterTransport struct {
+	base http.RoundTripper
+}
+
+// cappedBody fails a read past its limit with ErrResponseTooLarge.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, ErrResponseTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+const retryAfterMark = " retry-after-ms="
+
+func (t retryAfterTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxResponseBytes}
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return resp, nil
+	}
+	if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		resp.Status += retryAfterMark + strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	return resp, nil
+}
+
+var retryAfterInStatus = regexp.MustCompile(regexp.QuoteMeta(retryAfterMark) + `(\d+)$`)
+
+func retryAfterFromStatus(status string) time.Duration {
+	m := retryAfterInStatus.FindStringSubmatch(status)
+	if m == nil {
+		return 0
+	}
+	ms, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// ParseRetryAfter reads a Retry-After header: delay seconds or an HTTP date.
+// The result is capped at five minutes.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs < 0 || secs != secs {
+			return 0, false
+		}
+		d = time.Duration(min(secs, maxRetryAfter.Seconds()) * float64(time.Second))
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = max(t.Sub(now), 0)
+	} else {
+		return 0, false
+	}
+	return min(d, maxRetryAfter), true
+}

@@ -1,0 +1,38 @@
+-- Two roles for burnpoller, run once by a superuser or the database owner:
+--
+--   psql -v db=burnpoller -v migrate_password="'...'" -v runtime_password="'...'" -f db/roles.sql
+--
+-- burnpoller_migrate owns the schema and runs `poller migrate` (DDL).
+-- burnpoller_runtime is what the replicas use, with MIGRATE=false: it may read,
+-- insert and update the ledger tables and NOTIFY, and nothing else. Default
+-- privileges extend the grants to tables later migrations create.
+
+CREATE ROLE burnpoller_migrate LOGIN PASSWORD :migrate_password;
+CREATE ROLE burnpoller_runtime LOGIN PASSWORD :runtime_password;
+
+GRANT CONNECT, TEMPORARY ON DATABASE :"db" TO burnpoller_migrate;
+GRANT CONNECT ON DATABASE :"db" TO burnpoller_runtime;
+
+-- The migration role creates its tables in public; nobody else may.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+GRANT USAGE, CREATE ON SCHEMA public TO burnpoller_migrate;
+GRANT USAGE ON SCHEMA public TO burnpoller_runtime;
+
+-- Everything burnpoller_migrate creates from now on: read, insert, update; no
+-- delete, no truncate, no DDL.
+ALTER DEFAULT PRIVILEGES FOR ROLE burnpoller_migrate IN SCHEMA public
+    GRANT SELECT, INSERT, UPDATE ON TABLES TO burnpoller_runtime;
+ALTER DEFAULT PRIVILEGES FOR ROLE burnpoller_migrate IN SCHEMA public
+    GRANT USAGE, SELECT ON SEQUENCES TO burnpoller_runtime;
+
+-- Tables that exist already (the schema was migrated before the roles).
+GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO burnpoller_runtime;
+GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO burnpoller_runtime;
+
+-- The schema version is the migrations' to write.
+DO $$
+BEGIN
+    IF to_regclass('public.burnpoller_schema_version') IS NOT NULL THEN
+        REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON public.burnpoller_schema_version FROM burnpoller_runtime;
+    END IF;
+END $$;

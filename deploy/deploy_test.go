@@ -1,0 +1,236 @@
+// Package deploy holds the deployment kit (Prometheus alerts, Grafana
+// dashboard, Kubernetes manifests); its tests check them against the code.
+package deploy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/burnpoller/burnpoller/poller"
+)
+
+// knownMetrics are the names burnpoller exports.
+func knownMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m := poller.NewMetrics(reg, "test", "test", "test")
+	// Label sets appear once observed.
+	m.RPC("e", "m", "transient", 0)
+	m.Lagging("e", 1)
+	m.RangeLimit("e", 1)
+	m.Active("e")
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{"burnpoller_ready": true, "up": true} // burnpoller_ready is served by cmd/poller
+	for _, f := range fams {
+		known[f.GetName()] = true
+	}
+	return known
+}
+
+var metricName = regexp.MustCompile(`\b(burnpoller_[a-z_]+)`)
+
+func checkExprs(t *testing.T, where string, exprs []string, known map[string]bool) {
+	t.Helper()
+	if len(exprs) == 0 {
+		t.Fatalf("%s: no expressions found", where)
+	}
+	for _, e := range exprs {
+		for _, m := range metricName.FindAllStringSubmatch(e, -1) {
+			name := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m[1], "_bucket"), "_sum"), "_count")
+			if !known[name] {
+				t.Errorf("%s: %q uses %s, which burnpoller does not export", where, e, m[1])
+			}
+		}
+	}
+}
+
+func TestDashboardUsesRealMetrics(t *testing.T) {
+	b, err := os.ReadFile("grafana/dashboards/burnpoller.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("dashboard is not valid JSON: %v", err)
+	}
+	if dash.UID == "" || len(dash.Panels) < 8 {
+		t.Fatalf("dashboard has uid %q and %d panels", dash.UID, len(dash.Panels))
+	}
+	var exprs []string
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	checkExprs(t, "dashboard", exprs, knownMetrics(t))
+}
+
+func TestAlertsUseRealMetrics(t *testing.T) {
+	b, err := os.ReadFile("prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Expr        string            `yaml:"expr"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exprs []string
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			exprs = append(exprs, r.Expr)
+			// Every alert points at a runbook section that exists.
+			anchor := strings.TrimPrefix(r.Annotations["runbook"], "README.md#")
+			if anchor == "" || !bytes.Contains(bytes.ToLower(readme), []byte("### "+strings.ReplaceAll(anchor, "-", " "))) {
+				t.Errorf("alert %s: runbook %q has no section in README.md", r.Alert, r.Annotations["runbook"])
+			}
+		}
+	}
+	checkExprs(t, "alerts", exprs, knownMetrics(t))
+}
+
+// manifest is the part of a Kubernetes object the checks read.
+type manifest struct {
+	Kind     string `yaml:"kind"`
+	Metadata struct {
+		Name      string `yaml:"name"`
+		Namespace string `yaml:"namespace"`
+	} `yaml:"metadata"`
+	Spec struct {
+		Replicas     int `yaml:"replicas"`
+		MinAvailable int `yaml:"minAvailable"`
+		Template     struct {
+			Spec podSpec `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type podSpec struct {
+	SecurityContext struct {
+		RunAsNonRoot bool `yaml:"runAsNonRoot"`
+	} `yaml:"securityContext"`
+	Containers []struct {
+		Name           string   `yaml:"name"`
+		Args           []string `yaml:"args"`
+		LivenessProbe  *probe   `yaml:"livenessProbe"`
+		ReadinessProbe *probe   `yaml:"readinessProbe"`
+		Resources      struct {
+			Requests map[string]string `yaml:"requests"`
+			Limits   map[string]string `yaml:"limits"`
+		} `yaml:"resources"`
+		SecurityContext struct {
+			ReadOnlyRootFilesystem   bool `yaml:"readOnlyRootFilesystem"`
+			AllowPrivilegeEscalation bool `yaml:"allowPrivilegeEscalation"`
+		} `yaml:"securityContext"`
+	} `yaml:"containers"`
+}
+
+type probe struct {
+	HTTPGet struct {
+		Path string `yaml:"path"`
+	} `yaml:"httpGet"`
+}
+
+func manifests(t *testing.T) map[string]manifest {
+	t.Helper()
+	files, err := filepath.Glob("k8s/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests: %v", err)
+	}
+	out := map[string]manifest{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		for {
+			var m manifest
+			err := dec.Decode(&m)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if m.Kind == "" || m.Metadata.Name == "" {
+				t.Fatalf("%s: an object without kind or name", f)
+			}
+			if m.Kind != "Namespace" && m.Metadata.Namespace != "burnpoller" {
+				t.Errorf("%s: %s %s is not in namespace burnpoller", f, m.Kind, m.Metadata.Name)
+			}
+			out[m.Kind+"/"+m.Metadata.Name] = m
+		}
+	}
+	return out
+}
+
+func TestKubernetesManifests(t *testing.T) {
+	ms := manifests(t)
+	for _, want := range []string{"Deployment/burnpoller", "Job/burnpoller-migrate", "Job/burnpoller-backfill-18000000",
+		"PodDisruptionBudget/burnpoller", "Secret/burnpoller", "ConfigMap/burnpoller", "Service/burnpoller"} {
+		if _, ok := ms[want]; !ok {
+			t.Errorf("no %s", want)
+		}
+	}
+	d := ms["Deployment/burnpoller"]
+	if d.Spec.Replicas != 2 {
+		t.Errorf("deployment runs %d replicas, want 2", d.Spec.Replicas)
+	}
+	if ms["PodDisruptionBudget/burnpoller"].Spec.MinAvailable < 1 {
+		t.Error("the disruption budget lets every replica go")
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/livez" || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Error("the deployment does not probe /livez and /readyz")
+	}
+	for name, m := range ms {
+		if m.Kind != "Deployment" && m.Kind != "Job" {
+			continue
+		}
+		ps := m.Spec.Template.Spec
+		if !ps.SecurityContext.RunAsNonRoot {
+			t.Errorf("%s may run as root", name)
+		}
+		for _, c := range ps.Containers {
+			if !c.SecurityContext.ReadOnlyRootFilesystem || c.SecurityContext.AllowPrivilegeEscalation {
+				t.Errorf("%s/%s: root filesystem writable or privilege escalation allowed", name, c.Name)
+			}
+			if c.Resources.Requests["memory"] == "" || c.Resources.Limits["memory"] == "" {
+				t.Errorf("%s/%s: no memory request and limit", name, c.Name)
+			}
+		}
+	}
+}

@@ -1,0 +1,296 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/burnpoller/burnpoller/db/migrations"
+	"github.com/burnpoller/burnpoller/internal/pgtest"
+	"github.com/burnpoller/burnpoller/internal/rpcfault"
+)
+
+// waitActivity waits until a session of the poller runs a statement matching
+// the SQL fragment (pg_stat_activity), i.e. the poller is in that phase.
+func waitActivity(t *testing.T, r *faultRun, fragment string) {
+	t.Helper()
+	waitFor(t, time.Minute, "the poller in: "+fragment, func() bool {
+		var n int
+		err := r.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = 'burnpoller' AND state = 'active' AND query ILIKE '%' || $1 || '%'`, fragment).Scan(&n)
+		return err == nil && n > 0
+	})
+}
+
+// TestShutdownAtEveryPhase sends SIGTERM while a replica waits for the lock,
+// holds it before eth_getLogs, runs between the insert and the cursor
+// update, and commits; and once with a transaction outliving
+// SHUTDOWN_TIMEOUT. Each time the replica exits 0 within SHUTDOWN_TIMEOUT
+// and the ledger equals the chain up to the cursor.
+func TestShutdownAtEveryPhase(t *testing.T) {
+	const shutdown = 4 * time.Second
+	tests := []struct {
+		name  string
+		env   []string
+		setup func(t *testing.T, r *faultRun)
+		// until waits for the phase; it returns once the replica is in it.
+		until func(t *testing.T, r *faultRun)
+		// expect is what the in-flight transaction must have done: "advance"
+		// (it finished and committed a range), "rollback" (nothing moved),
+		// or "" (either, as long as the ledger is intact).
+		expect string
+	}{
+		{
+			name: "waiting for the lock",
+			setup: func(t *testing.T, r *faultRun) {
+				// Another session holds the cursor row.
+				conn, err := pgx.Connect(context.Background(), r.dbURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { conn.Close(context.Background()) })
+				if _, err := conn.Exec(context.Background(), `INSERT INTO block_cursors (id, last_processed_block, updated_at)
+					VALUES ($1, -1, now())`, "1337:"+strings.ToLower(r.info.BurnContract.Hex())); err != nil {
+					t.Fatal(err)
+				}
+				tx, err := conn.Begin(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tx.Exec(context.Background(), `SELECT * FROM block_cursors FOR UPDATE`); err != nil {
+					t.Fatal(err)
+				}
+			},
+			env:    []string{"LOCK_WAIT=20s", "TX_TIMEOUT=30s"},
+			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "FOR UPDATE") },
+			expect: "rollback",
+		},
+		{
+			name: "holding the lock before eth_getLogs",
+			setup: func(t *testing.T, r *faultRun) {
+				// Below RPC_TIMEOUT (1s), so the target call succeeds, slowly.
+				r.proxies[0].Set(func(f *rpcfault.Faults) { f.DelayTarget = 700 * time.Millisecond })
+			},
+			until: func(t *testing.T, r *faultRun) {
+				waitFor(t, time.Minute, "a delayed target request", func() bool {
+					v, _ := scrape(r.addr, "burnpoller_lock_held")
+					return v == 1 && r.proxies[0].Stats().Delayed > 3
+				})
+			},
+		},
+		{
+			name: "between the insert and the cursor update",
+			// The hook runs once per payment: about 1.5s for the first range's 36.
+			env:    []string{"PAYMENT_HOOK_SQL=SELECT pg_sleep(0.04), $1::bigint"},
+			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "pg_sleep(0.04)") },
+			expect: "advance",
+		},
+		{
+			name: "during commit",
+			setup: func(t *testing.T, r *faultRun) {
+				// A deferred trigger runs at COMMIT: the commit takes 1.5s.
+				if _, err := r.pool.Exec(context.Background(), `
+					CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+					BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$;
+					CREATE CONSTRAINT TRIGGER slow_commit AFTER UPDATE ON block_cursors
+					DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit();`); err != nil {
+					t.Fatal(err)
+				}
+			},
+			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "commit") },
+			expect: "advance",
+		},
+		{
+			name: "a transaction outliving SHUTDOWN_TIMEOUT",
+			env:  []string{"PAYMENT_HOOK_SQL=SELECT pg_sleep(30), $1::bigint", "TX_TIMEOUT=60s"},
+			until: func(t *testing.T, r *faultRun) {
+				waitActivity(t, r, "pg_sleep(30)")
+			},
+			expect: "rollback",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newFaultRun(t, 1)
+			if tt.setup != nil {
+				tt.setup(t, r)
+			}
+			r.startPoller(append([]string{fmt.Sprintf("SHUTDOWN_TIMEOUT=%s", shutdown)}, tt.env...)...)
+			tt.until(t, r)
+			before := cursorBlock(t, r.pool)
+			start := time.Now()
+			r.poller.signal(syscall.SIGTERM)
+			if code := r.poller.wait(t, 2*shutdown); code != 0 {
+				t.Fatalf("exit %d after SIGTERM", code)
+			}
+			took := time.Since(start)
+			if took > shutdown {
+				t.Fatalf("exited %s after SIGTERM, more than SHUTDOWN_TIMEOUT %s", took, shutdown)
+			}
+			t.Logf("exited 0 %s after SIGTERM", took.Round(time.Millisecond))
+			after := cursorBlock(t, r.pool)
+			if tt.expect == "advance" && after <= before {
+				t.Fatalf("the in-flight transaction did not finish: cursor %d, was %d", after, before)
+			}
+			if tt.expect == "rollback" && after != before {
+				t.Fatalf("cursor moved from %d to %d, want the transaction rolled back", before, after)
+			}
+			if after >= 0 {
+				assertLedgerEqualsChain(t, r.pool, r.info.RPCURL, r.info.BurnContract, uint64(after))
+			} else if n := countPayments(t, r.pool); n != 0 {
+				t.Fatalf("%d payments without a cursor", n)
+			}
+		})
+	}
+}
+
+// TestDatabaseDownAtStart starts a replica while Postgres is stopped: it
+// waits, says so on /readyz, and becomes ready when Postgres returns.
+func TestDatabaseDownAtStart(t *testing.T) {
+	t.Parallel()
+	cluster, err := pgtest.StartCluster()
+	if err != nil {
+		t.Skip("no throwaway cluster possible:", err)
+	}
+	defer cluster.Remove()
+	dbURL := *cluster.URL()
+	conn, err := pgx.Connect(context.Background(), dbURL.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), "CREATE DATABASE ledger"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(context.Background())
+	dbURL.Path = "/ledger"
+	cluster.Stop()
+
+	_, info := startDevchain(t, "--block-time", "50ms", "--burn-rate", "5")
+	addr := freeAddr(t)
+	p := startProc(t, "poller", pollerEnv(dbURL.String(), info.RPCURL, info, addr), "poller")
+	waitFor(t, time.Minute, "readiness naming the database", func() bool {
+		c, body := readyz(addr)
+		return c == 503 && strings.Contains(body, `"database":"unreachable"`)
+	})
+	if c := httpStatus("http://" + addr + "/livez"); c != 200 {
+		t.Fatalf("/livez = %d while waiting for the database", c)
+	}
+	if err := cluster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "ready once Postgres is back", func() bool { c, _ := readyz(addr); return c == 200 })
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+// TestNodeDownAtStart starts a replica while its node does not answer.
+func TestNodeDownAtStart(t *testing.T) {
+	t.Parallel()
+	_, info := startDevchain(t, "--block-time", "50ms", "--burn-rate", "5")
+	pool, dbURL := pgtest.NewPool(t)
+	nodeAddr := freeAddr(t)
+	addr := freeAddr(t)
+	p := startProc(t, "poller", pollerEnv(dbURL, "http://"+nodeAddr, info, addr), "poller")
+	waitFor(t, time.Minute, "readiness naming the node", func() bool {
+		c, body := readyz(addr)
+		return c == 503 && strings.Contains(body, `"node":"unreachable"`) && strings.Contains(body, `"database":"ok"`)
+	})
+	proxy, err := rpcfault.StartAt(nodeAddr, info.RPCURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	waitFor(t, time.Minute, "ready once the node answers", func() bool { c, _ := readyz(addr); return c == 200 })
+	waitFor(t, time.Minute, "a committed range", func() bool { return cursorBlock(t, pool) >= 0 })
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	t.Parallel()
+	_, info := startDevchain(t, "--block-time", "200ms")
+	pool, dbURL := pgtest.NewPool(t)
+	if _, err := pool.Exec(context.Background(), "UPDATE "+migrations.VersionTable+" SET version = $1", migrations.Latest()+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, migrate := range []string{"true", "false"} {
+		out, code := runPoller(t, pollerEnv(dbURL, info.RPCURL, info, freeAddr(t), "MIGRATE="+migrate), "run")
+		if code != 1 {
+			t.Fatalf("MIGRATE=%s: exit %d, want 1:\n%s", migrate, code, out)
+		}
+		if n := strings.Count(out, `"level":"ERROR"`); n != 1 || !strings.Contains(out, "newer than this binary") {
+			t.Fatalf("MIGRATE=%s: want one clear error line:\n%s", migrate, out)
+		}
+	}
+}
+
+// TestEveryBadVariableExitsTwo runs the binary with each variable set to a
+// bad value: exit 2 and one line naming it.
+func TestEveryBadVariableExitsTwo(t *testing.T) {
+	t.Parallel()
+	good := map[string]string{
+		"DATABASE_URL":  "postgres://burn:secretpw@127.0.0.1:1/burn",
+		"RPC_URL":       "http://127.0.0.1:1",
+		"CHAIN_ID":      "1337",
+		"BURN_CONTRACT": "0x4b352ded1403ef22eb738f2ef72cef4349648fd9",
+	}
+	bad := map[string]string{
+		"DATABASE_URL":     "postgres://a:b@host:notaport/db",
+		"RPC_URL":          "ftp://node.example",
+		"RPC_WS_URL":       "http://node.example:8546",
+		"CHAIN_ID":         "zero",
+		"BURN_CONTRACT":    "0x1234",
+		"START_BLOCK":      "-1",
+		"CURSOR_ID":        "has space",
+		"FINALITY":         "final",
+		"CONFIRMATIONS":    "ten",
+		"POLL_INTERVAL":    "5",
+		"MAX_BLOCK_RANGE":  "0",
+		"LOCK_WAIT":        "1ms",
+		"TX_TIMEOUT":       "forever",
+		"RPC_TIMEOUT":      "0s",
+		"RESCAN_DEPTH":     "deep",
+		"RESCAN_INTERVAL":  "1ms",
+		"HTTP_ADDR":        "8080",
+		"SHUTDOWN_TIMEOUT": "0s",
+		"LOG_LEVEL":        "loud",
+		"LOG_FORMAT":       "xml",
+		"MIGRATE":          "maybe",
+	}
+	for key, value := range bad {
+		env := []string{}
+		for k, v := range good {
+			if k != key {
+				env = append(env, k+"="+v)
+			}
+		}
+		env = append(env, key+"="+value)
+		out, code := runPoller(t, env, "run")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], key+":") {
+			t.Errorf("%s=%q: exit %d, output:\n%s", key, value, code, out)
+		}
+		if strings.Contains(out, "secretpw") {
+			t.Errorf("%s=%q: the output shows the database password", key, value)
+		}
+	}
+	// Every variable the binary documents is in the table.
+	out, _ := runPoller(t, nil, "config")
+	for _, line := range strings.Split(out, "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(f[0], "poller:") {
+			if _, ok := bad[f[0]]; !ok && f[0] != "PAYMENT_HOOK_SQL" {
+				t.Errorf("variable %s has no bad value in this test", f[0])
+			}
+		}
+	}
+}

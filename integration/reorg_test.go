@@ -1,0 +1,283 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/ethclient/simulated"
+
+	"github.com/burnpoller/burnpoller/devchain"
+	"github.com/burnpoller/burnpoller/internal/pgtest"
+)
+
+// reorgChain is an in-process dev chain sealed by the test, so that it can
+// pause, fork and roll back between blocks.
+type reorgChain struct {
+	t      *testing.T
+	c      *devchain.Chain
+	mu     sync.Mutex
+	paused bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func startReorgChain(t *testing.T) *reorgChain {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := devchain.Start(ctx, devchain.Config{Addr: "127.0.0.1:0", Payers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &reorgChain{t: t, c: c, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		tick := time.NewTicker(30 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.stop:
+				return
+			case <-tick.C:
+			}
+			r.mu.Lock()
+			if !r.paused {
+				c.Seal()
+			}
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		close(r.stop)
+		<-r.done
+		_ = c.Close()
+	})
+	return r
+}
+
+func (r *reorgChain) head() uint64 {
+	r.t.Helper()
+	n, err := r.c.Client().BlockNumber(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+func (r *reorgChain) hash(n uint64) [32]byte {
+	r.t.Helper()
+	h, err := r.c.Client().HeaderByNumber(context.Background(), new(big.Int).SetUint64(n))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return h.Hash()
+}
+
+// burnUntil sends burns (every third transaction a two-burn one) while the
+// chain grows to head, and returns the digests sent.
+func (r *reorgChain) burnUntil(head uint64) map[string]bool {
+	r.t.Helper()
+	ctx := context.Background()
+	digests := map[string]bool{}
+	for i := 0; r.head() < head; i++ {
+		d1, d2 := devchain.RandomDigest(), devchain.RandomDigest()
+		var err error
+		if i%3 == 2 {
+			_, err = r.c.BurnTwice(ctx, i%r.c.Payers(), devchain.RandomAmount(), d1, devchain.RandomAmount(), d2)
+			digests[d2.Hex()] = true
+		} else {
+			_, err = r.c.Burn(ctx, i%r.c.Payers(), devchain.RandomAmount(), d1)
+		}
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		digests[d1.Hex()] = true
+		time.Sleep(40 * time.Millisecond)
+	}
+	return digests
+}
+
+// pauseAt stops sealing once the pool is empty and the head is at least n.
+func (r *reorgChain) pauseAt(n uint64) uint64 {
+	r.t.Helper()
+	waitFor(r.t, time.Minute, fmt.Sprintf("head %d", n), func() bool { return r.head() >= n })
+	// Let the last transactions in, then stop.
+	time.Sleep(100 * time.Millisecond)
+	r.mu.Lock()
+	r.paused = true
+	r.mu.Unlock()
+	r.c.Seal()
+	return r.head()
+}
+
+// forkAt makes block parent the head, drops the orphaned transactions and
+// resumes sealing on the new branch.
+func (r *reorgChain) forkAt(parent uint64) {
+	r.t.Helper()
+	h := r.hash(parent)
+	err := r.c.WithBackend(func(b *simulated.Backend) error { return b.Fork(h) })
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	// The pool re-adds the orphaned transactions; let it, then drop them.
+	time.Sleep(300 * time.Millisecond)
+	_ = r.c.WithBackend(func(b *simulated.Backend) error { b.Rollback(); return nil })
+	r.c.ResetNonces()
+	if got := r.head(); got != parent {
+		r.t.Fatalf("head after fork = %d, want %d", got, parent)
+	}
+	r.mu.Lock()
+	r.paused = false
+	r.mu.Unlock()
+}
+
+func readyz(addr string) (int, string) {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func digestsOf(rows []ledgerRow) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range rows {
+		out[r.Digest] = true
+	}
+	return out
+}
+
+// TestDeepReorgBelowTheCursorLatches reorganises the chain below the
+// committed cursor. The poller must stop, latch /readyz and the metric, stay
+// up, credit nothing of the new branch until an operator resets the cursor,
+// and then record the new branch.
+func TestDeepReorgBelowTheCursorLatches(t *testing.T) {
+	chain := startReorgChain(t)
+	info := chain.c.Info()
+	pool, dbURL := pgtest.NewPool(t)
+	addr := freeAddr(t)
+	env := pollerEnv(dbURL, info.RPCURL, info, addr, "POLL_INTERVAL=100ms", "MAX_BLOCK_RANGE=40")
+	p := startProc(t, "poller", env, "poller")
+
+	chain.burnUntil(100)
+	head := chain.pauseAt(100)
+	final := int64((head - 1) / 32 * 32)
+	waitFor(t, time.Minute, fmt.Sprintf("cursor at the finalized block %d", final), func() bool { return cursorBlock(t, pool) == final })
+	oldRows := assertLedgerEqualsChain(t, pool, info.RPCURL, info.BurnContract, uint64(final))
+
+	// Reorganise below the cursor: the new branch starts at block 80.
+	chain.forkAt(79)
+	newDigests := chain.burnUntil(uint64(final) + 40)
+
+	waitFor(t, time.Minute, "the violation latched", func() bool {
+		v, _ := scrape(addr, "burnpoller_finality_violation")
+		return v == 1
+	})
+	code, body := readyz(addr)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, fmt.Sprintf("finality violation at block %d", final)) {
+		t.Fatalf("/readyz = %d %s", code, body)
+	}
+	time.Sleep(time.Second) // latched: nothing moves
+	if c := cursorBlock(t, pool); c != final {
+		t.Fatalf("cursor moved to %d while latched", c)
+	}
+	if got := tableRows(t, pool); !slices.Equal(got, oldRows) {
+		t.Fatalf("ledger changed after the violation: %d rows, want the %d from before", len(got), len(oldRows))
+	}
+	select {
+	case <-p.done:
+		t.Fatal("the poller exited; it must stay up for inspection")
+	default:
+	}
+
+	// The operator resets the cursor below the fork; the poller resumes on
+	// the new branch.
+	out, rc := runPoller(t, env, "cursor", "reset", "--to", "79", "--reason", "reorg below finality")
+	if rc != 0 || !strings.Contains(out, "moved from") {
+		t.Fatalf("cursor reset exited %d:\n%s", rc, out)
+	}
+	waitFor(t, time.Minute, "readiness back", func() bool { c, _ := readyz(addr); return c == http.StatusOK })
+	waitFor(t, time.Minute, "the new branch recorded", func() bool { return cursorBlock(t, pool) >= final+32 })
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+
+	cursor := uint64(cursorBlock(t, pool))
+	canonical := chainBurns(t, info.RPCURL, info.BurnContract, cursor)
+	var orphaned []ledgerRow // what was credited from the old branch before the violation
+	for _, r := range oldRows {
+		if r.BlockNumber >= 80 {
+			orphaned = append(orphaned, r)
+		}
+	}
+	want := append(slices.Clone(canonical), orphaned...)
+	sortRows(want)
+	got := tableRows(t, pool)
+	if !slices.Equal(got, want) {
+		t.Fatalf("ledger = %d rows, want %d: the canonical burns plus the %d credited from the orphaned branch before the violation",
+			len(got), len(want), len(orphaned))
+	}
+	newOnChain := 0
+	for d := range digestsOf(canonical) {
+		if newDigests[d] {
+			newOnChain++
+		}
+	}
+	if len(orphaned) == 0 || newOnChain == 0 {
+		t.Fatalf("the test did not exercise both branches: %d orphaned rows, %d new-branch burns", len(orphaned), newOnChain)
+	}
+}
+
+// TestReorgAboveTheTargetChangesNothing reorganises blocks the poller has
+// not reached (above the finalized block): the ledger ends equal to the
+// canonical chain, with nothing of the orphaned blocks.
+func TestReorgAboveTheTargetChangesNothing(t *testing.T) {
+	chain := startReorgChain(t)
+	info := chain.c.Info()
+	pool, dbURL := pgtest.NewPool(t)
+	addr := freeAddr(t)
+	p := startProc(t, "poller", pollerEnv(dbURL, info.RPCURL, info, addr, "POLL_INTERVAL=100ms"), "poller")
+
+	chain.burnUntil(104)
+	head := chain.pauseAt(104)
+	final := int64((head - 1) / 32 * 32)
+	waitFor(t, time.Minute, "cursor at the finalized block", func() bool { return cursorBlock(t, pool) == final })
+	// Burns above the finalized block, about to be orphaned.
+	orphanedDigests := digestsOf(chainBurns(t, info.RPCURL, info.BurnContract, head))
+	for d := range digestsOf(chainBurns(t, info.RPCURL, info.BurnContract, uint64(final)+2)) {
+		delete(orphanedDigests, d)
+	}
+	if len(orphanedDigests) == 0 {
+		t.Fatal("no burns above the fork point; the test would prove nothing")
+	}
+
+	chain.forkAt(uint64(final) + 2)
+	chain.burnUntil(uint64(final) + 70)
+	waitFor(t, time.Minute, "the cursor past the fork", func() bool { return cursorBlock(t, pool) >= final+64 })
+	if v, ok := scrape(addr, "burnpoller_finality_violation"); !ok || v != 0 {
+		t.Fatalf("burnpoller_finality_violation = %v (scraped: %v) after a reorg above the target, want 0", v, ok)
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	rows := assertLedgerEqualsChain(t, pool, info.RPCURL, info.BurnContract, uint64(cursorBlock(t, pool)))
+	for d := range digestsOf(rows) {
+		if orphanedDigests[d] {
+			t.Fatalf("burn %s of an orphaned block was credited", d)
+		}
+	}
+}

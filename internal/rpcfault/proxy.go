@@ -1,0 +1,577 @@
+// Package rpcfault is a JSON-RPC proxy for tests that sits between a client
+// and a real node and injects the faults real providers and nodes show:
+// range limits with each provider's own error text, 429s with Retry-After,
+// 500s, hangs, a lagging view of the chain, logs left out, foreign or
+// malformed logs, and corrupted block hashes.
+package rpcfault
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common/hexutil"
+)
+
+// Style is a provider whose range-limit reply the proxy imitates.
+type Style string
+
+// The range-limit styles, with their providers' real texts and codes.
+const (
+	StyleGeth      Style = "geth"      // -32602 exceed maximum block range N
+	StyleInfura    Style = "infura"    // -32005 query returned more than 10000 results. Try with this block range [..]
+	StyleAlchemy   Style = "alchemy"   // -32602 Log response size exceeded ... should work: [..]
+	StyleQuickNode Style = "quicknode" // HTTP 413, -32614 eth_getLogs is limited to a N range
+	StyleTooLarge  Style = "toolarge"  // -32000 block range too large
+	StyleExceeds   Style = "exceeds"   // -32602 range A exceeds limit of N (Infura)
+	StyleReth      Style = "reth"      // -32602 query exceeds max results 20000, retry with the range A-B
+)
+
+// Styles lists every style.
+var Styles = []Style{StyleGeth, StyleInfura, StyleAlchemy, StyleQuickNode, StyleTooLarge, StyleExceeds, StyleReth}
+
+// Faults is what the proxy does to traffic. Counters (Throttle, ServerErrors,
+// Hang, ForeignLogs, MalformedLogs, CorruptHashes) count down as they fire.
+type Faults struct {
+	// RangeLimit refuses eth_getLogs over more than this many blocks, in
+	// RangeStyle's words; 0 disables.
+	RangeLimit uint64
+	RangeStyle Style
+	// Throttle answers the next N requests with HTTP 429 and RetryAfter.
+	Throttle   int
+	RetryAfter time.Duration
+	// ServerErrors answers the next N requests with HTTP 500.
+	ServerErrors int
+	// Hang holds the next N requests until the client gives up.
+	Hang int
+	// Delay holds every request carrying eth_getLogs this long: a slow node.
+	Delay time.Duration
+	// DelayTarget holds every request for a block by tag ("finalized",
+	// "safe", "latest") or eth_blockNumber this long.
+	DelayTarget time.Duration
+	// Unauthorized answers the next N requests with HTTP 401, as a provider
+	// does for a revoked API key.
+	Unauthorized int
+	// RejectTags answers every block-tag request ("finalized", "safe") as a
+	// node that does not know the tag (-32602).
+	RejectTags bool
+	// LagAt, when set, freezes the node's view at that block: tags resolve
+	// no higher, later blocks are null, their logs are missing.
+	LagAt *uint64
+	// HideLogsAbove, when set, leaves out of eth_getLogs every log of a
+	// block above it, while headers stay honest: a node that lies.
+	HideLogsAbove *uint64
+	// ForeignLogs adds a log from another contract to the next N
+	// eth_getLogs replies that carry logs.
+	ForeignLogs int
+	// MalformedLogs adds a log of the burn contract and event that does not
+	// decode to the next N eth_getLogs replies that carry logs.
+	MalformedLogs int
+	// CorruptHashes flips the block hash of every log in the next N
+	// eth_getLogs replies that carry logs.
+	CorruptHashes int
+}
+
+// Stats counts what the proxy did.
+type Stats struct {
+	Requests       int // HTTP requests
+	GetLogs        int // eth_getLogs calls seen
+	RangeRefused   int
+	Throttled      int
+	ServerErrors   int
+	Hung           int
+	Unauthorized   int
+	TagsRejected   int
+	Delayed        int // requests held by Delay or DelayTarget
+	LaggedReplies  int
+	HiddenLogs     int
+	ForeignLogs    int
+	MalformedLogs  int
+	CorruptedLogs  int
+	MalformedTxIDs []string    // tx hashes of the malformed logs injected
+	RefusedRanges  [][2]uint64 // eth_getLogs ranges refused for RangeLimit
+}
+
+// Proxy forwards JSON-RPC to a node, injecting Faults.
+type Proxy struct {
+	URL      string
+	upstream string
+	client   *http.Client
+	srv      *http.Server
+
+	mu     sync.Mutex
+	faults Faults
+	stats  Stats
+}
+
+// Start serves a proxy for upstream on a free local port.
+func Start(upstream string) (*Proxy, error) {
+	return StartAt("127.0.0.1:0", upstream)
+}
+
+// StartAt serves a proxy for upstream on addr.
+func StartAt(addr, upstream string) (*Proxy, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{URL: "http://" + l.Addr().String(), upstream: upstream, client: &http.Client{Timeout: time.Minute}}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = p.srv.Serve(l) }()
+	return p, nil
+}
+
+// Close stops the proxy.
+func (p *Proxy) Close() error { return p.srv.Close() }
+
+// Set changes the faults.
+func (p *Proxy) Set(f func(*Faults)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(&p.faults)
+}
+
+// delayFor is how long to hold a request made of reqs.
+func (f Faults) delayFor(reqs []request) time.Duration {
+	var d time.Duration
+	for _, req := range reqs {
+		switch req.Method {
+		case "eth_getLogs":
+			d = max(d, f.Delay)
+		case "eth_blockNumber":
+			d = max(d, f.DelayTarget)
+		case "eth_getBlockByNumber":
+			var tag string
+			if len(req.Params) > 0 && json.Unmarshal(req.Params[0], &tag) == nil && !isHex(tag) {
+				d = max(d, f.DelayTarget)
+			}
+		}
+	}
+	return d
+}
+
+func (p *Proxy) currentFaults() Faults {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.faults
+}
+
+// Stats returns what the proxy did so far.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.MalformedTxIDs = append([]string(nil), p.stats.MalformedTxIDs...)
+	s.RefusedRanges = append([][2]uint64(nil), p.stats.RefusedRanges...)
+	return s
+}
+
+type request struct {
+	JSONRPC string            `json:"jsonrpc"`
+	ID      json.RawMessage   `json:"id"`
+	Method  string            `json:"method"`
+	Params  []json.RawMessage `json:"params"`
+}
+
+type response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+// httpFault is a fault that answers the whole HTTP request.
+type httpFault struct {
+	status int
+	header map[string]string
+	body   []byte
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	p.mu.Lock()
+	p.stats.Requests++
+	var (
+		hang  bool
+		fault *httpFault
+	)
+	switch {
+	case p.faults.Hang > 0:
+		p.faults.Hang--
+		p.stats.Hung++
+		hang = true
+	case p.faults.Throttle > 0:
+		p.faults.Throttle--
+		p.stats.Throttled++
+		h := map[string]string{}
+		if p.faults.RetryAfter > 0 {
+			h["Retry-After"] = strconv.FormatFloat(p.faults.RetryAfter.Seconds(), 'f', -1, 64)
+		}
+		fault = &httpFault{http.StatusTooManyRequests, h, []byte(`{"code":429,"message":"Too Many Requests"}`)}
+	case p.faults.Unauthorized > 0:
+		p.faults.Unauthorized--
+		p.stats.Unauthorized++
+		fault = &httpFault{http.StatusUnauthorized, nil, []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Must be authenticated!"}}`)}
+	case p.faults.ServerErrors > 0:
+		p.faults.ServerErrors--
+		p.stats.ServerErrors++
+		fault = &httpFault{http.StatusInternalServerError, nil, []byte("internal server error")}
+	}
+	p.mu.Unlock()
+	if hang {
+		<-r.Context().Done()
+		return
+	}
+	if fault != nil {
+		for k, v := range fault.header {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(fault.status)
+		_, _ = w.Write(fault.body)
+		return
+	}
+
+	batch := bytes.HasPrefix(bytes.TrimSpace(body), []byte("["))
+	var reqs []request
+	if batch {
+		err = json.Unmarshal(body, &reqs)
+	} else {
+		var one request
+		err = json.Unmarshal(body, &one)
+		reqs = []request{one}
+	}
+	if err != nil {
+		http.Error(w, "bad JSON-RPC request", http.StatusBadRequest)
+		return
+	}
+	if d := p.currentFaults().delayFor(reqs); d > 0 {
+		p.count(func(s *Stats) { s.Delayed++ })
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	resps, status, err := p.handle(r.Context(), reqs)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if batch {
+		_ = json.NewEncoder(w).Encode(resps)
+	} else {
+		_ = json.NewEncoder(w).Encode(resps[0])
+	}
+}
+
+// handle answers reqs: some synthesised here, the rest forwarded in one
+// batch and then bent by the faults.
+func (p *Proxy) handle(ctx context.Context, reqs []request) ([]response, int, error) {
+	f := p.currentFaults()
+	out := make([]response, len(reqs))
+	var forward []int
+	status := http.StatusOK
+	for i, req := range reqs {
+		if f.RejectTags && req.Method == "eth_getBlockByNumber" && len(req.Params) > 0 {
+			var tag string
+			if json.Unmarshal(req.Params[0], &tag) == nil && (tag == "finalized" || tag == "safe") {
+				p.count(func(s *Stats) { s.TagsRejected++ })
+				out[i] = response{JSONRPC: "2.0", ID: req.ID, Error: &rpcError{Code: -32602, Message: "invalid argument 0: hex string without 0x prefix"}}
+				continue
+			}
+		}
+		if req.Method == "eth_getLogs" {
+			p.count(func(s *Stats) { s.GetLogs++ })
+			if from, to, ok := filterRange(req); ok && f.RangeLimit > 0 && to-from+1 > f.RangeLimit {
+				p.count(func(s *Stats) {
+					s.RangeRefused++
+					s.RefusedRanges = append(s.RefusedRanges, [2]uint64{from, to})
+				})
+				out[i] = response{JSONRPC: "2.0", ID: req.ID, Error: rangeError(f.RangeStyle, from, to, f.RangeLimit)}
+				if f.RangeStyle == StyleQuickNode {
+					status = http.StatusRequestEntityTooLarge
+				}
+				continue
+			}
+		}
+		forward = append(forward, i)
+	}
+	if len(forward) > 0 {
+		fwd := make([]request, len(forward))
+		for j, i := range forward {
+			fwd[j] = reqs[i]
+		}
+		got, err := p.forward(ctx, fwd)
+		if err != nil {
+			return nil, 0, err
+		}
+		for j, i := range forward {
+			out[i] = got[j]
+		}
+	}
+	for i, req := range reqs {
+		if out[i].Error != nil || out[i].Result == nil {
+			continue
+		}
+		if err := p.bend(ctx, f, req, &out[i]); err != nil {
+			return nil, 0, err
+		}
+	}
+	return out, status, nil
+}
+
+// bend applies the reply-level faults to one forwarded reply.
+func (p *Proxy) bend(ctx context.Context, f Faults, req request, resp *response) error {
+	switch req.Method {
+	case "eth_blockNumber":
+		if f.LagAt == nil {
+			return nil
+		}
+		var head hexutil.Uint64
+		if json.Unmarshal(resp.Result, &head) == nil && uint64(head) > *f.LagAt {
+			resp.Result, _ = json.Marshal(hexutil.Uint64(*f.LagAt))
+			p.count(func(s *Stats) { s.LaggedReplies++ })
+		}
+	case "eth_getBlockByNumber":
+		if f.LagAt == nil || string(resp.Result) == "null" {
+			return nil
+		}
+		var blk struct {
+			Number hexutil.Uint64 `json:"number"`
+		}
+		if json.Unmarshal(resp.Result, &blk) != nil || uint64(blk.Number) <= *f.LagAt {
+			return nil
+		}
+		p.count(func(s *Stats) { s.LaggedReplies++ })
+		var tag string
+		if json.Unmarshal(req.Params[0], &tag) == nil && !isHex(tag) {
+			// A tag resolves to the lagging view's block.
+			got, err := p.forward(ctx, []request{{JSONRPC: "2.0", ID: req.ID, Method: "eth_getBlockByNumber",
+				Params: []json.RawMessage{mustJSON(hexutil.Uint64(*f.LagAt)), json.RawMessage("false")}}})
+			if err != nil {
+				return err
+			}
+			*resp = got[0]
+			return nil
+		}
+		resp.Result = json.RawMessage("null")
+	case "eth_getLogs":
+		return p.bendLogs(f, req, resp)
+	}
+	return nil
+}
+
+func (p *Proxy) bendLogs(f Faults, req request, resp *response) error {
+	var logs []map[string]any
+	if err := json.Unmarshal(resp.Result, &logs); err != nil {
+		return nil
+	}
+	changed := false
+	limit := f.HideLogsAbove
+	if f.LagAt != nil && (limit == nil || *f.LagAt < *limit) {
+		limit = f.LagAt
+	}
+	if limit != nil {
+		kept := logs[:0]
+		for _, l := range logs {
+			if n, ok := hexField(l, "blockNumber"); ok && n > *limit {
+				p.count(func(s *Stats) { s.HiddenLogs++ })
+				changed = true
+				continue
+			}
+			kept = append(kept, l)
+		}
+		logs = kept
+	}
+	if len(logs) > 0 {
+		p.mu.Lock()
+		foreign, malformed, corrupt := p.faults.ForeignLogs > 0, p.faults.MalformedLogs > 0, p.faults.CorruptHashes > 0
+		if foreign {
+			p.faults.ForeignLogs--
+		}
+		if malformed {
+			p.faults.MalformedLogs--
+		}
+		if corrupt {
+			p.faults.CorruptHashes--
+		}
+		p.mu.Unlock()
+		if corrupt {
+			for _, l := range logs {
+				if h, ok := l["blockHash"].(string); ok && len(h) > 3 {
+					l["blockHash"] = h[:2] + flipHex(h[2]) + h[3:]
+				}
+			}
+			p.count(func(s *Stats) { s.CorruptedLogs += len(logs) })
+			changed = true
+		}
+		if foreign {
+			l := clone(logs[0])
+			l["address"] = "0x000000000000000000000000000000000000f00d"
+			l["transactionHash"] = randomHash()
+			logs = append(logs, l)
+			p.count(func(s *Stats) { s.ForeignLogs++ })
+			changed = true
+		}
+		if malformed {
+			l := clone(logs[0])
+			tx := randomHash()
+			l["transactionHash"] = tx
+			l["logIndex"] = "0x0"
+			l["data"] = "0x010203"
+			logs = append(logs, l)
+			p.count(func(s *Stats) {
+				s.MalformedLogs++
+				s.MalformedTxIDs = append(s.MalformedTxIDs, tx)
+			})
+			changed = true
+		}
+	}
+	if changed {
+		b, err := json.Marshal(logs)
+		if err != nil {
+			return err
+		}
+		resp.Result = b
+	}
+	return nil
+}
+
+func (p *Proxy) forward(ctx context.Context, reqs []request) ([]response, error) {
+	body, err := json.Marshal(reqs)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.upstream, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var got []response
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		return nil, fmt.Errorf("upstream reply: %w", err)
+	}
+	byID := make(map[string]response, len(got))
+	for _, g := range got {
+		byID[string(g.ID)] = g
+	}
+	out := make([]response, len(reqs))
+	for i, r := range reqs {
+		g, ok := byID[string(r.ID)]
+		if !ok {
+			return nil, fmt.Errorf("upstream left out request %s", r.ID)
+		}
+		out[i] = g
+	}
+	return out, nil
+}
+
+func (p *Proxy) count(f func(*Stats)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(&p.stats)
+}
+
+// rangeError is a provider's reply to an eth_getLogs over [from, to] when it
+// allows limit blocks.
+func rangeError(style Style, from, to, limit uint64) *rpcError {
+	sugTo := from + limit - 1
+	switch style {
+	case StyleInfura:
+		return &rpcError{Code: -32005,
+			Message: fmt.Sprintf("query returned more than 10000 results. Try with this block range [%#x, %#x].", from, sugTo),
+			Data:    map[string]any{"from": fmt.Sprintf("%#x", from), "limit": 10000, "to": fmt.Sprintf("%#x", sugTo)}}
+	case StyleAlchemy:
+		return &rpcError{Code: -32602, Message: fmt.Sprintf("Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range and no limit on the response size, or you can request any block range with a cap of 10K logs in the response. Based on your parameters and the response size limit, this block range should work: [%#x, %#x]", from, sugTo)}
+	case StyleQuickNode:
+		return &rpcError{Code: -32614, Message: fmt.Sprintf("eth_getLogs is limited to a %d range", limit)}
+	case StyleTooLarge:
+		return &rpcError{Code: -32000, Message: "block range too large"}
+	case StyleExceeds:
+		return &rpcError{Code: -32602, Message: fmt.Sprintf("range %d exceeds limit of %d", to-from+1, limit)}
+	case StyleReth:
+		return &rpcError{Code: -32602, Message: fmt.Sprintf("query exceeds max results 20000, retry with the range %d-%d", from, sugTo)}
+	}
+	return &rpcError{Code: -32602, Message: fmt.Sprintf("exceed maximum block range %d", limit-1)}
+}
+
+func filterRange(req request) (from, to uint64, ok bool) {
+	if len(req.Params) == 0 {
+		return 0, 0, false
+	}
+	var f struct {
+		From string `json:"fromBlock"`
+		To   string `json:"toBlock"`
+	}
+	if json.Unmarshal(req.Params[0], &f) != nil {
+		return 0, 0, false
+	}
+	a, err1 := hexutil.DecodeUint64(f.From)
+	b, err2 := hexutil.DecodeUint64(f.To)
+	return a, b, err1 == nil && err2 == nil && a <= b
+}
+
+func hexField(m map[string]any, key string) (uint64, bool) {
+	s, ok := m[key].(string)
+	if !ok {
+		return 0, false
+	}
+	n, err := hexutil.DecodeUint64(s)
+	return n, err == nil
+}
+
+func isHex(s string) bool { return len(s) > 2 && s[:2] == "0x" }
+
+func flipHex(c byte) string {
+	if c == '0' {
+		return "1"
+	}
+	return "0"
+}
+
+func clone(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func randomHash() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hexutil.Encode(b)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,520 @@
+// Package payments owns burnpoller's ledger in Postgres: the payments table
+// and the block cursor whose row lock serialises replicas. Everything a range
+// writes goes through one Tx, so the cursor can only cover burns that were
+// committed with it.
+package payments
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var (
+	// ErrLockTimeout means another session holds the cursor row for longer
+	// than the lock wait: this replica is standby.
+	ErrLockTimeout = errors.New("cursor row is locked by another replica")
+	// ErrCursorNotFound means the cursor row does not exist.
+	ErrCursorNotFound = errors.New("cursor not found")
+	// ErrCursorMoved means the cursor row no longer holds the value this
+	// transaction read; nothing was written.
+	ErrCursorMoved = errors.New("cursor moved under the lock")
+	// ErrTimeout means Postgres cancelled a statement or the session for
+	// running past statement_timeout or idle_in_transaction_session_timeout.
+	ErrTimeout = errors.New("database timeout")
+)
+
+// Payment is one burn as the ledger records it. Hex fields are lowercase
+// 0x-prefixed; Amount is the exact uint256 value.
+type Payment struct {
+	ChainID     uint64
+	Contract    string
+	TxHash      string
+	LogIndex    uint32
+	BlockNumber int64
+	BlockHash   string
+	Payer       string
+	Digest      string
+	Amount      *big.Int
+	BurnedAt    time.Time
+}
+
+// RejectedLog is a log of the burn event from the burn contract that did
+// not decode: recorded, never credited.
+type RejectedLog struct {
+	ChainID     uint64
+	Contract    string
+	TxHash      string
+	LogIndex    uint32
+	BlockNumber int64
+	BlockHash   string
+	// Raw is the log as the node returned it, as JSON.
+	Raw    []byte
+	Reason string
+}
+
+// Cursor is the position of one poller group: every burn up to and including
+// Block is in the ledger. Block is -1 before the first block; Hash is empty
+// when the block's hash is not known (a freshly seeded cursor).
+type Cursor struct {
+	ID        string
+	Block     int64
+	Hash      string
+	UpdatedAt time.Time
+	// RescannedAt is when the group last re-read blocks below the cursor;
+	// zero if never.
+	RescannedAt time.Time
+	// Now is the database's clock when the row was read.
+	Now time.Time
+}
+
+// Store is the ledger. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// NewStore returns a Store on pool. The pool stays the caller's to close.
+func NewStore(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool}
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("pinging database: %w", interpret(err))
+	}
+	return nil
+}
+
+// SeedCursor creates cursor id at block if it does not exist yet and returns
+// the cursor as it now stands; an existing cursor is left as it is.
+func (s *Store) SeedCursor(ctx context.Context, id string, block int64) (Cursor, error) {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO block_cursors (id, last_processed_block, updated_at)
+		VALUES ($1, $2, now())
+		ON CONFLICT (id) DO NOTHING`, id, block)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("seeding cursor %q: %w", id, interpret(err))
+	}
+	return s.Cursor(ctx, id)
+}
+
+// Cursor reads cursor id without locking it.
+func (s *Store) Cursor(ctx context.Context, id string) (Cursor, error) {
+	return scanCursor(s.pool.QueryRow(ctx, `
+		SELECT id, last_processed_block, coalesce(last_processed_hash, ''), updated_at, rescanned_at, now()
+		FROM block_cursors WHERE id = $1`, id), id)
+}
+
+// Cursors reads every cursor, ordered by id.
+func (s *Store) Cursors(ctx context.Context) ([]Cursor, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, last_processed_block, coalesce(last_processed_hash, ''), updated_at, rescanned_at, now()
+		FROM block_cursors ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("reading cursors: %w", interpret(err))
+	}
+	defer rows.Close()
+	var out []Cursor
+	for rows.Next() {
+		c, err := scanCursor(rows, "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading cursors: %w", interpret(err))
+	}
+	return out, nil
+}
+
+// Recorded is a payment as the ledger holds it.
+type Recorded struct {
+	ID int64
+	Payment
+}
+
+const recordedColumns = `id, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount::text, burned_at`
+
+// PaymentsInBlocks reads the payments of contract on chain chainID in blocks
+// [from, to], in chain order.
+func (s *Store) PaymentsInBlocks(ctx context.Context, chainID uint64, contract string, from, to int64) ([]Recorded, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+recordedColumns+` FROM payments
+		WHERE chain_id = $1 AND contract = $2 AND block_number BETWEEN $3 AND $4
+		ORDER BY block_number, log_index`, int64(chainID), contract, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("reading payments of blocks [%d, %d]: %w", from, to, interpret(err))
+	}
+	return scanRecorded(rows)
+}
+
+// PaymentsByKey reads the payments with the given (tx hash, log index) keys,
+// wherever they are.
+func (s *Store) PaymentsByKey(ctx context.Context, txHashes []string, logIndexes []uint32) ([]Recorded, error) {
+	if len(txHashes) == 0 {
+		return nil, nil
+	}
+	idx := make([]int64, len(logIndexes))
+	for i, v := range logIndexes {
+		idx[i] = int64(v)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+recordedColumns+` FROM payments
+		WHERE (tx_hash, log_index) IN (SELECT * FROM unnest($1::text[], $2::int[]))`, txHashes, idx)
+	if err != nil {
+		return nil, fmt.Errorf("reading payments by key: %w", interpret(err))
+	}
+	return scanRecorded(rows)
+}
+
+// PaymentsByID reads the payments with ids in [first, last], in id order.
+func (s *Store) PaymentsByID(ctx context.Context, first, last int64) ([]Recorded, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+recordedColumns+` FROM payments WHERE id BETWEEN $1 AND $2 ORDER BY id`, first, last)
+	if err != nil {
+		return nil, fmt.Errorf("reading payments %d..%d: %w", first, last, interpret(err))
+	}
+	return scanRecorded(rows)
+}
+
+func scanRecorded(rows pgx.Rows) ([]Recorded, error) {
+	defer rows.Close()
+	var out []Recorded
+	for rows.Next() {
+		var (
+			r       Recorded
+			chainID int64
+			amount  string
+		)
+		if err := rows.Scan(&r.ID, &chainID, &r.Contract, &r.TxHash, &r.LogIndex, &r.BlockNumber, &r.BlockHash,
+			&r.Payer, &r.Digest, &amount, &r.BurnedAt); err != nil {
+			return nil, fmt.Errorf("reading payments: %w", interpret(err))
+		}
+		r.ChainID = uint64(chainID)
+		a, ok := new(big.Int).SetString(amount, 10)
+		if !ok {
+			return nil, fmt.Errorf("reading payments: amount %q of payment %d is not an integer", amount, r.ID)
+		}
+		r.Amount = a
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading payments: %w", interpret(err))
+	}
+	return out, nil
+}
+
+// Limits bound a transaction on the server, so that a replica that freezes
+// or loses its network can never hold the cursor lock for long: Postgres
+// itself ends the statement or the session and releases the lock.
+type Limits struct {
+	// LockWait bounds the wait for the cursor row lock (lock_timeout).
+	LockWait time.Duration
+	// TxTimeout bounds every statement (statement_timeout) and every idle gap
+	// inside the transaction (idle_in_transaction_session_timeout).
+	TxTimeout time.Duration
+}
+
+// Tx is one range's transaction: lock, insert, advance, commit.
+type Tx struct {
+	tx     pgx.Tx
+	limits Limits
+}
+
+// Begin opens a transaction with limits applied to it alone.
+func (s *Store) Begin(ctx context.Context, limits Limits) (*Tx, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("beginning transaction: %w", interpret(err))
+	}
+	t := &Tx{tx: tx, limits: limits}
+	if err := t.bound(ctx); err != nil {
+		rollback(tx)
+		return nil, err
+	}
+	return t, nil
+}
+
+// bound applies the limits to the rest of the transaction.
+func (t *Tx) bound(ctx context.Context) error {
+	// set_config(..., true) is SET LOCAL with parameters: it ends with the transaction.
+	_, err := t.tx.Exec(ctx, `SELECT
+		set_config('lock_timeout', $1, true),
+		set_config('statement_timeout', $2, true),
+		set_config('idle_in_transaction_session_timeout', $2, true)`,
+		millis(t.limits.LockWait), millis(t.limits.TxTimeout))
+	if err != nil {
+		return fmt.Errorf("bounding transaction: %w", interpret(err))
+	}
+	return nil
+}
+
+// LockCursor locks cursor id for the rest of the transaction and returns it.
+// A wait longer than the lock limit gives ErrLockTimeout.
+func (t *Tx) LockCursor(ctx context.Context, id string) (Cursor, error) {
+	return scanCursor(t.tx.QueryRow(ctx, `
+		SELECT id, last_processed_block, coalesce(last_processed_hash, ''), updated_at, rescanned_at, now()
+		FROM block_cursors WHERE id = $1 FOR UPDATE`, id), id)
+}
+
+// Inserted is a payment this transaction inserted, with its id.
+type Inserted struct {
+	ID int64
+	Payment
+}
+
+// InsertPayments inserts ps in one statement, skipping any whose
+// (tx_hash, log_index) is already recorded, and returns the ones it
+// inserted, with their ids, in id order.
+func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	var (
+		chainIDs  = make([]int64, len(ps))
+		contracts = make([]string, len(ps))
+		txHashes  = make([]string, len(ps))
+		indexes   = make([]int64, len(ps))
+		numbers   = make([]int64, len(ps))
+		hashes    = make([]string, len(ps))
+		payers    = make([]string, len(ps))
+		digests   = make([]string, len(ps))
+		amounts   = make([]string, len(ps))
+		times     = make([]time.Time, len(ps))
+		byKey     = make(map[paymentKey]int, len(ps))
+	)
+	for i, p := range ps {
+		if p.Amount == nil || p.Amount.Sign() < 0 {
+			return nil, fmt.Errorf("payment %s/%d: amount %v is not a uint256", p.TxHash, p.LogIndex, p.Amount)
+		}
+		if p.ChainID > 1<<63-1 {
+			return nil, fmt.Errorf("payment %s/%d: chain id %d out of range", p.TxHash, p.LogIndex, p.ChainID)
+		}
+		chainIDs[i] = int64(p.ChainID)
+		contracts[i] = p.Contract
+		txHashes[i] = p.TxHash
+		indexes[i] = int64(p.LogIndex)
+		numbers[i] = p.BlockNumber
+		hashes[i] = p.BlockHash
+		payers[i] = p.Payer
+		digests[i] = p.Digest
+		// Decimal text, cast by Postgres to numeric: exact at any size.
+		amounts[i] = p.Amount.String()
+		times[i] = p.BurnedAt
+		byKey[paymentKey{p.TxHash, p.LogIndex}] = i
+	}
+	rows, err := t.tx.Query(ctx, `
+		INSERT INTO payments (chain_id, contract, tx_hash, log_index, block_number, block_hash,
+		                      payer, digest, amount, burned_at)
+		SELECT chain_id, contract, tx_hash, log_index, block_number, block_hash,
+		       payer, digest, amount::numeric(78,0), burned_at
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[],
+		            $7::text[], $8::text[], $9::text[], $10::timestamptz[])
+		     AS p(chain_id, contract, tx_hash, log_index, block_number, block_hash,
+		          payer, digest, amount, burned_at)
+		ON CONFLICT (tx_hash, log_index) DO NOTHING
+		RETURNING id, tx_hash, log_index`,
+		chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times)
+	if err != nil {
+		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
+	}
+	defer rows.Close()
+	var inserted []Inserted
+	for rows.Next() {
+		var (
+			id    int64
+			tx    string
+			index uint32
+		)
+		if err := rows.Scan(&id, &tx, &index); err != nil {
+			return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
+		}
+		inserted = append(inserted, Inserted{ID: id, Payment: ps[byKey[paymentKey{tx, index}]]})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
+	}
+	slices.SortFunc(inserted, func(a, b Inserted) int { return cmp.Compare(a.ID, b.ID) })
+	return inserted, nil
+}
+
+type paymentKey struct {
+	tx    string
+	index uint32
+}
+
+// InsertRejected records rs in one statement, keeping the first sighting of
+// each (tx_hash, log_index), and returns how many were new.
+func (t *Tx) InsertRejected(ctx context.Context, rs []RejectedLog) (int64, error) {
+	if len(rs) == 0 {
+		return 0, nil
+	}
+	var (
+		chainIDs  = make([]int64, len(rs))
+		contracts = make([]string, len(rs))
+		txHashes  = make([]string, len(rs))
+		indexes   = make([]int64, len(rs))
+		numbers   = make([]int64, len(rs))
+		hashes    = make([]string, len(rs))
+		raws      = make([]string, len(rs))
+		reasons   = make([]string, len(rs))
+	)
+	for i, r := range rs {
+		if r.ChainID > 1<<63-1 {
+			return 0, fmt.Errorf("rejected log %s/%d: chain id %d out of range", r.TxHash, r.LogIndex, r.ChainID)
+		}
+		chainIDs[i], contracts[i], txHashes[i] = int64(r.ChainID), r.Contract, r.TxHash
+		indexes[i], numbers[i], hashes[i] = int64(r.LogIndex), r.BlockNumber, r.BlockHash
+		raws[i], reasons[i] = string(r.Raw), r.Reason
+	}
+	tag, err := t.tx.Exec(ctx, `
+		INSERT INTO rejected_logs (chain_id, contract, tx_hash, log_index, block_number, block_hash, raw, reason)
+		SELECT chain_id, contract, tx_hash, log_index, block_number, block_hash, raw::jsonb, reason
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+		     AS r(chain_id, contract, tx_hash, log_index, block_number, block_hash, raw, reason)
+		ON CONFLICT (tx_hash, log_index) DO NOTHING`,
+		chainIDs, contracts, txHashes, indexes, numbers, hashes, raws, reasons)
+	if err != nil {
+		return 0, fmt.Errorf("recording %d rejected logs: %w", len(rs), interpret(err))
+	}
+	return tag.RowsAffected(), nil
+}
+
+// AdvanceCursor moves cursor id from block from to block to with hash. It
+// fails with ErrCursorMoved, writing nothing, if the cursor is no longer at
+// from or if to is not ahead of it: the cursor never moves backwards.
+func (t *Tx) AdvanceCursor(ctx context.Context, id string, from, to int64, hash string) error {
+	if to <= from {
+		return fmt.Errorf("advancing cursor %q from %d to %d: %w", id, from, to, ErrCursorMoved)
+	}
+	tag, err := t.tx.Exec(ctx, `
+		UPDATE block_cursors
+		SET last_processed_block = $3, last_processed_hash = $4, updated_at = now()
+		WHERE id = $1 AND last_processed_block = $2`, id, from, to, hash)
+	if err != nil {
+		return fmt.Errorf("advancing cursor %q to %d: %w", id, to, interpret(err))
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("advancing cursor %q from %d: %w", id, from, ErrCursorMoved)
+	}
+	return nil
+}
+
+// SetCursor sets cursor id, which this transaction must have locked, to
+// block and hash ("" for unknown), whatever it was: an operator's reset.
+func (t *Tx) SetCursor(ctx context.Context, id string, block int64, hash string) error {
+	var h *string
+	if hash != "" {
+		h = &hash
+	}
+	tag, err := t.tx.Exec(ctx, `
+		UPDATE block_cursors SET last_processed_block = $2, last_processed_hash = $3, updated_at = now()
+		WHERE id = $1`, id, block, h)
+	if err != nil {
+		return fmt.Errorf("setting cursor %q to %d: %w", id, block, interpret(err))
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("setting cursor %q: %w", id, ErrCursorNotFound)
+	}
+	return nil
+}
+
+// CountPayments counts the payments of contract on chain chainID in blocks
+// [from, to].
+func (t *Tx) CountPayments(ctx context.Context, chainID uint64, contract string, from, to int64) (int, error) {
+	var n int
+	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM payments
+		WHERE chain_id = $1 AND contract = $2 AND block_number BETWEEN $3 AND $4`, int64(chainID), contract, from, to).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting payments: %w", interpret(err))
+	}
+	return n, nil
+}
+
+// MarkRescanned records that the group re-read the blocks below cursor id now.
+func (t *Tx) MarkRescanned(ctx context.Context, id string) error {
+	if _, err := t.tx.Exec(ctx, `UPDATE block_cursors SET rescanned_at = now() WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("marking cursor %q rescanned: %w", id, interpret(err))
+	}
+	return nil
+}
+
+// DatabaseUser returns the role this transaction runs as.
+func (t *Tx) DatabaseUser(ctx context.Context) (string, error) {
+	var u string
+	if err := t.tx.QueryRow(ctx, `SELECT current_user`).Scan(&u); err != nil {
+		return "", fmt.Errorf("reading current user: %w", interpret(err))
+	}
+	return u, nil
+}
+
+// Commit commits the transaction. An error means nothing of it was committed
+// (or, if the connection died during COMMIT, the outcome is unknown to this
+// process, and the ledger is consistent either way).
+func (t *Tx) Commit(ctx context.Context) error {
+	if err := t.tx.Commit(ctx); err != nil {
+		return fmt.Errorf("committing: %w", interpret(err))
+	}
+	return nil
+}
+
+// Rollback ends the transaction without writing. It is safe after Commit
+// and bounded in time even when the database has gone away.
+func (t *Tx) Rollback() {
+	rollback(t.tx)
+}
+
+func rollback(tx pgx.Tx) {
+	// Detached from the caller's context, which may be cancelled already; a
+	// rollback that cannot reach the server closes the connection, which
+	// ends the transaction on the server as surely.
+	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	_ = tx.Rollback(ctx)
+}
+
+func scanCursor(row pgx.Row, id string) (Cursor, error) {
+	var (
+		c         Cursor
+		rescanned *time.Time
+	)
+	err := row.Scan(&c.ID, &c.Block, &c.Hash, &c.UpdatedAt, &rescanned, &c.Now)
+	if rescanned != nil {
+		c.RescannedAt = *rescanned
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Cursor{}, fmt.Errorf("cursor %q: %w", id, ErrCursorNotFound)
+	}
+	if err != nil {
+		return Cursor{}, fmt.Errorf("reading cursor %q: %w", id, interpret(err))
+	}
+	return c, nil
+}
+
+// interpret maps the SQLSTATEs the poller must tell apart to our errors,
+// keeping the original error in the chain.
+func interpret(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	switch pgErr.Code {
+	case "55P03": // lock_not_available: lock_timeout expired
+		return fmt.Errorf("%w: %w", ErrLockTimeout, err)
+	case "57014", "25P03": // query_canceled (statement_timeout), idle_in_transaction_session_timeout
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	return err
+}
+
+func millis(d time.Duration) string {
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}

@@ -1,0 +1,355 @@
+package payments_test
+
+import (
+	"context"
+	"errors"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/burnpoller/burnpoller/internal/pgtest"
+	"github.com/burnpoller/burnpoller/payments"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var limits = payments.Limits{LockWait: 200 * time.Millisecond, TxTimeout: 5 * time.Second}
+
+func maxUint256() *big.Int {
+	return new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
+}
+
+func payment(tx byte, index uint32, amount *big.Int) payments.Payment {
+	return payments.Payment{
+		ChainID:     1337,
+		Contract:    "0x" + strings.Repeat("ab", 20),
+		TxHash:      "0x" + strings.Repeat(string("0123456789abcdef"[tx%16]), 64),
+		LogIndex:    index,
+		BlockNumber: 7,
+		BlockHash:   "0x" + strings.Repeat("cd", 32),
+		Payer:       "0x" + strings.Repeat("12", 20),
+		Digest:      "0x" + strings.Repeat("34", 32),
+		Amount:      amount,
+		BurnedAt:    time.Unix(1_700_000_000, 0).UTC(),
+	}
+}
+
+type row struct {
+	TxHash   string
+	LogIndex int
+	Amount   string
+}
+
+func ledger(t *testing.T, pool *pgxpool.Pool) []row {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT tx_hash, log_index, amount::text FROM payments ORDER BY tx_hash, log_index`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.TxHash, &r.LogIndex, &r.Amount); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func newStore(t *testing.T) (*payments.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool, _ := pgtest.NewPool(t)
+	return payments.NewStore(pool), pool
+}
+
+// commitRange runs one range's transaction as the poller does.
+func commitRange(t *testing.T, s *payments.Store, id string, from, to int64, ps []payments.Payment) int {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.Begin(ctx, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	cur, err := tx.LockCursor(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Block != from {
+		t.Fatalf("cursor at %d, want %d", cur.Block, from)
+	}
+	ins, err := tx.InsertPayments(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.AdvanceCursor(ctx, id, from, to, "0x"+strings.Repeat("ef", 32)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return len(ins)
+}
+
+func TestInsertIsIdempotentAndCounted(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	if _, err := s.SeedCursor(ctx, "c", -1); err != nil {
+		t.Fatal(err)
+	}
+	first := []payments.Payment{payment(1, 0, big.NewInt(5)), payment(1, 1, big.NewInt(6)), payment(2, 0, maxUint256())}
+	if n := commitRange(t, s, "c", -1, 10, first); n != 3 {
+		t.Fatalf("first insert: %d inserted, want 3", n)
+	}
+	// The same payments again plus one new: only the new one counts.
+	again := append(first, payment(3, 4, big.NewInt(1)))
+	if n := commitRange(t, s, "c", 10, 20, again); n != 1 {
+		t.Fatalf("second insert: %d inserted, want 1", n)
+	}
+	want := []row{
+		{"0x" + strings.Repeat("1", 64), 0, "5"},
+		{"0x" + strings.Repeat("1", 64), 1, "6"},
+		{"0x" + strings.Repeat("2", 64), 0, maxUint256().String()},
+		{"0x" + strings.Repeat("3", 64), 4, "1"},
+	}
+	got := ledger(t, pool)
+	if len(got) != len(want) {
+		t.Fatalf("ledger has %d rows, want %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("row %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	cur, err := s.Cursor(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Block != 20 || cur.Hash != "0x"+strings.Repeat("ef", 32) {
+		t.Fatalf("cursor = %d %s, want 20", cur.Block, cur.Hash)
+	}
+}
+
+func TestFailedRangeRollsBackInsertsAndCursor(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	if _, err := s.SeedCursor(ctx, "c", 99); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.Begin(ctx, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.LockCursor(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if ins, err := tx.InsertPayments(ctx, []payments.Payment{payment(1, 0, big.NewInt(5))}); err != nil || len(ins) != 1 {
+		t.Fatalf("insert: %d, %v", len(ins), err)
+	}
+	if err := tx.AdvanceCursor(ctx, "c", 99, 120, "0x"+strings.Repeat("ef", 32)); err != nil {
+		t.Fatal(err)
+	}
+	// A bad row fails the statement; the transaction must leave nothing behind.
+	bad := payment(2, 0, big.NewInt(1))
+	bad.Payer = "0xNOTHEX"
+	if _, err := tx.InsertPayments(ctx, []payments.Payment{bad}); err == nil {
+		t.Fatal("inserting a malformed payer succeeded")
+	}
+	if err := tx.Commit(ctx); err == nil {
+		t.Fatal("commit after a failed statement succeeded")
+	}
+	if got := ledger(t, pool); len(got) != 0 {
+		t.Fatalf("ledger after rollback = %v, want empty", got)
+	}
+	cur, err := s.Cursor(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Block != 99 || cur.Hash != "" {
+		t.Fatalf("cursor after rollback = %d %q, want 99 and no hash", cur.Block, cur.Hash)
+	}
+}
+
+func TestExplicitRollbackLeavesNothing(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	if _, err := s.SeedCursor(ctx, "c", -1); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.Begin(ctx, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.LockCursor(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.InsertPayments(ctx, []payments.Payment{payment(1, 0, big.NewInt(5))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.AdvanceCursor(ctx, "c", -1, 5, "0x"+strings.Repeat("ef", 32)); err != nil {
+		t.Fatal(err)
+	}
+	tx.Rollback()
+	if got := ledger(t, pool); len(got) != 0 {
+		t.Fatalf("ledger = %v, want empty", got)
+	}
+	if cur, _ := s.Cursor(ctx, "c"); cur.Block != -1 {
+		t.Fatalf("cursor = %d, want -1", cur.Block)
+	}
+}
+
+func TestLockTimeoutMeansStandby(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	if _, err := s.SeedCursor(ctx, "c", -1); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := s.Begin(ctx, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.LockCursor(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	standby, err := s.Begin(ctx, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer standby.Rollback()
+	start := time.Now()
+	_, err = standby.LockCursor(ctx, "c")
+	if !errors.Is(err, payments.ErrLockTimeout) {
+		t.Fatalf("second lock: %v, want ErrLockTimeout", err)
+	}
+	if waited := time.Since(start); waited < limits.LockWait {
+		t.Fatalf("lock wait ended after %s, before lock_timeout %s", waited, limits.LockWait)
+	}
+}
+
+func TestIdleHolderLosesLockToServerTimeout(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	if _, err := s.SeedCursor(ctx, "c", -1); err != nil {
+		t.Fatal(err)
+	}
+	short := payments.Limits{LockWait: 3 * time.Second, TxTimeout: 500 * time.Millisecond}
+	frozen, err := s.Begin(ctx, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer frozen.Rollback()
+	if _, err := frozen.LockCursor(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	// The holder now does nothing; Postgres must end its session and free the lock.
+	other, err := s.Begin(ctx, payments.Limits{LockWait: 3 * time.Second, TxTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	cur, err := other.LockCursor(ctx, "c")
+	if err != nil {
+		t.Fatalf("lock after the holder's idle timeout: %v", err)
+	}
+	if cur.Block != -1 {
+		t.Fatalf("cursor = %d, want -1", cur.Block)
+	}
+	if _, err := frozen.InsertPayments(ctx, []payments.Payment{payment(1, 0, big.NewInt(1))}); err == nil {
+		if err := frozen.Commit(ctx); err == nil {
+			t.Fatal("the timed-out holder committed")
+		}
+	}
+}
+
+func TestAdvanceCursorRefusesToMoveBackOrFromStaleValue(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	if _, err := s.SeedCursor(ctx, "c", 50); err != nil {
+		t.Fatal(err)
+	}
+	hash := "0x" + strings.Repeat("ef", 32)
+	tests := []struct {
+		name     string
+		from, to int64
+	}{
+		{"backwards", 50, 40},
+		{"same block", 50, 50},
+		{"stale from", 49, 60},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tx, err := s.Begin(ctx, limits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if _, err := tx.LockCursor(ctx, "c"); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.AdvanceCursor(ctx, "c", tt.from, tt.to, hash); !errors.Is(err, payments.ErrCursorMoved) {
+				t.Fatalf("AdvanceCursor(%d, %d) = %v, want ErrCursorMoved", tt.from, tt.to, err)
+			}
+		})
+	}
+}
+
+func TestSeedCursorKeepsExistingCursor(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	if c, err := s.SeedCursor(ctx, "c", 9); err != nil || c.Block != 9 {
+		t.Fatalf("first seed = %v, %v", c, err)
+	}
+	if c, err := s.SeedCursor(ctx, "c", 0); err != nil || c.Block != 9 {
+		t.Fatalf("second seed = %v, %v; want the cursor left at 9", c, err)
+	}
+	if _, err := s.Cursor(ctx, "missing"); !errors.Is(err, payments.ErrCursorNotFound) {
+		t.Fatalf("missing cursor: %v, want ErrCursorNotFound", err)
+	}
+}
+
+func TestInsertRejectsNegativeAndKeepsExactAmounts(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	if _, err := s.SeedCursor(ctx, "c", -1); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.Begin(ctx, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.InsertPayments(ctx, []payments.Payment{payment(1, 0, big.NewInt(-1))}); err == nil {
+		t.Fatal("negative amount accepted")
+	}
+	tx.Rollback()
+
+	amounts := []*big.Int{big.NewInt(1), new(big.Int).Lsh(big.NewInt(1), 255), maxUint256()}
+	var ps []payments.Payment
+	for i, a := range amounts {
+		ps = append(ps, payment(byte(i+1), 0, a))
+	}
+	commitRange(t, s, "c", -1, 0, ps)
+	got := ledger(t, pool)
+	for i, a := range amounts {
+		if got[i].Amount != a.String() {
+			t.Errorf("amount %d stored as %s, want %s", i, got[i].Amount, a)
+		}
+	}
+}

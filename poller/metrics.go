@@ -1,0 +1,186 @@
+package poller
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Poll results, the values of burnpoller_polls_total's result label.
+const (
+	ResultCommitted = "committed"
+	ResultIdle      = "idle"
+	ResultStandby   = "standby"
+	ResultError     = "error"
+)
+
+// Metrics are the poller's Prometheus collectors, registered on the registry
+// given to NewMetrics.
+type Metrics struct {
+	CursorBlock       prometheus.Gauge
+	TargetBlock       prometheus.Gauge
+	LagBlocks         prometheus.Gauge
+	PaymentsInserted  prometheus.Counter
+	PaymentsDuplicate prometheus.Counter
+	Polls             *prometheus.CounterVec
+	PollDuration      prometheus.Histogram
+	LockWait          prometheus.Histogram
+	LockHeld          prometheus.Gauge
+	RPCRequests       *prometheus.CounterVec
+	RPCDuration       *prometheus.HistogramVec
+	FinalityViolation prometheus.Gauge
+	RejectedLogs      prometheus.Counter
+	Rescans           prometheus.Counter
+	RescanRecovered   prometheus.Counter
+	RPCErrors         *prometheus.CounterVec
+	NodeLagging       *prometheus.CounterVec
+	NodeBehind        *prometheus.GaugeVec
+	RangeLimitBlocks  *prometheus.GaugeVec
+	EndpointActive    *prometheus.GaugeVec
+	HeadSubscription  prometheus.Gauge
+}
+
+// NewMetrics builds the collectors and registers them, with
+// burnpoller_build_info, on reg.
+func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) *Metrics {
+	m := &Metrics{
+		CursorBlock: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "burnpoller_cursor_block",
+			Help: "Last block whose burns this replica saw committed (the cursor).",
+		}),
+		TargetBlock: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "burnpoller_target_block",
+			Help: "Highest block the poller may process under the configured finality.",
+		}),
+		LagBlocks: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "burnpoller_lag_blocks",
+			Help: "Target block minus cursor block, as last seen by this replica while holding the lock.",
+		}),
+		PaymentsInserted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "burnpoller_payments_inserted_total",
+			Help: "Payments this replica inserted and committed.",
+		}),
+		PaymentsDuplicate: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "burnpoller_payments_duplicate_total",
+			Help: "Payments this replica found already recorded (insert skipped by the unique constraint) in committed ranges.",
+		}),
+		Polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burnpoller_polls_total",
+			Help: "Poll transactions by result: committed (cursor advanced), idle (at target), standby (lock held elsewhere), error.",
+		}, []string{"result"}),
+		PollDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "burnpoller_poll_duration_seconds",
+			Help:    "Duration of poll transactions, lock wait included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+		}),
+		LockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "burnpoller_lock_wait_seconds",
+			Help:    "Time spent waiting for the cursor row lock, standby waits included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 3, 12),
+		}),
+		LockHeld: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "burnpoller_lock_held",
+			Help: "1 while this replica holds the cursor row lock, else 0.",
+		}),
+		RPCRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burnpoller_rpc_requests_total",
+			Help: "JSON-RPC method calls to the node by method and result.",
+		}, []string{"method", "result"}),
+		RPCDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "burnpoller_rpc_duration_seconds",
+			Help:    "JSON-RPC call duration by method (batch members share the batch's duration).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+		}, []string{"method"}),
+		FinalityViolation: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "burnpoller_finality_violation",
+			Help: "1 once the chain contradicted the committed cursor (a reorg below the target); latched until an operator moves the cursor (poller cursor reset).",
+		}),
+		RejectedLogs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "burnpoller_rejected_logs_total",
+			Help: "Burn-event logs of the burn contract that did not decode, recorded in rejected_logs and not credited.",
+		}),
+		Rescans: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "burnpoller_rescans_total",
+			Help: "Completed rescans of committed blocks below the cursor.",
+		}),
+		RescanRecovered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "burnpoller_rescan_recovered_total",
+			Help: "Payments a rescan found missing from committed blocks and inserted: a node had answered with less than the chain holds.",
+		}),
+		RPCErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burnpoller_rpc_errors_total",
+			Help: "Failed JSON-RPC calls by endpoint (redacted) and class: throttled, transient, permanent, range_limit, bad_reply.",
+		}, []string{"endpoint", "class"}),
+		NodeLagging: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burnpoller_node_lagging_total",
+			Help: "Times an endpoint reported a target below the highest seen.",
+		}, []string{"endpoint"}),
+		NodeBehind: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "burnpoller_node_behind_blocks",
+			Help: "How far an endpoint's target was behind the highest seen when it last lagged (0 once it caught up).",
+		}, []string{"endpoint"}),
+		RangeLimitBlocks: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "burnpoller_range_limit_blocks",
+			Help: "The eth_getLogs block range limit learned for an endpoint.",
+		}, []string{"endpoint"}),
+		EndpointActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "burnpoller_endpoint_active",
+			Help: "1 for the endpoint in use, 0 for the others.",
+		}, []string{"endpoint"}),
+		HeadSubscription: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "burnpoller_head_subscription_up",
+			Help: "1 while the newHeads subscription on RPC_WS_URL is up (0 without RPC_WS_URL, or while polling alone).",
+		}),
+	}
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "burnpoller_build_info",
+		Help: "Always 1; labels name the build.",
+	}, []string{"version", "revision", "goversion"})
+	buildInfo.WithLabelValues(version, revision, goVersion).Set(1)
+	for _, r := range []string{ResultCommitted, ResultIdle, ResultStandby, ResultError} {
+		m.Polls.WithLabelValues(r)
+	}
+	reg.MustRegister(m.CursorBlock, m.TargetBlock, m.LagBlocks, m.PaymentsInserted, m.PaymentsDuplicate,
+		m.Polls, m.PollDuration, m.LockWait, m.LockHeld, m.RPCRequests, m.RPCDuration, m.FinalityViolation,
+		m.RejectedLogs, m.Rescans, m.RescanRecovered, m.RPCErrors, m.NodeLagging, m.NodeBehind, m.RangeLimitBlocks,
+		m.EndpointActive, m.HeadSubscription, buildInfo)
+	return m
+}
+
+// RPC records one JSON-RPC method call (chain.Observer).
+func (m *Metrics) RPC(endpoint, method, result string, took time.Duration) {
+	m.RPCRequests.WithLabelValues(method, result).Inc()
+	m.RPCDuration.WithLabelValues(method).Observe(took.Seconds())
+	if result != "ok" {
+		m.RPCErrors.WithLabelValues(endpoint, result).Inc()
+	} else {
+		m.NodeBehind.WithLabelValues(endpoint).Set(0)
+	}
+}
+
+// BadReply counts a reply that failed validation (chain.Observer).
+func (m *Metrics) BadReply(endpoint, _ string) {
+	m.RPCErrors.WithLabelValues(endpoint, "bad_reply").Inc()
+}
+
+// Lagging records an endpoint behind the highest target (chain.EndpointsObserver).
+func (m *Metrics) Lagging(endpoint string, behind int64) {
+	m.NodeLagging.WithLabelValues(endpoint).Inc()
+	m.NodeBehind.WithLabelValues(endpoint).Set(float64(behind))
+}
+
+// RangeLimit records an endpoint's learned range limit (chain.EndpointsObserver).
+func (m *Metrics) RangeLimit(endpoint string, blocks uint64) {
+	m.RangeLimitBlocks.WithLabelValues(endpoint).Set(float64(blocks))
+}
+
+// HeadsUp records whether the newHeads subscription is up.
+func (m *Metrics) HeadsUp(up bool) {
+	m.HeadSubscription.Set(map[bool]float64{true: 1}[up])
+}
+
+// Active marks the endpoint in use (chain.EndpointsObserver).
+func (m *Metrics) Active(endpoint string) {
+	m.EndpointActive.Reset()
+	m.EndpointActive.WithLabelValues(endpoint).Set(1)
+}

@@ -1,0 +1,657 @@
+package poller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/internal/pgtest"
+	"github.com/burnpoller/burnpoller/payments"
+	"github.com/burnpoller/burnpoller/poller"
+)
+
+func TestMain(m *testing.M) {
+	pgtest.Main(m, func() error { return goleak.Find() })
+}
+
+var burnContract = common.HexToAddress("0x00000000000000000000000000000000000000b1")
+
+func TestNextRange(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name             string
+		cursor, target   int64
+		maxRange         uint64
+		wantFrom, wantTo int64
+		wantOK           bool
+	}{
+		{"cursor at target", 10, 10, 5, 0, 0, false},
+		{"cursor past target (lagging node)", 12, 10, 5, 0, 0, false},
+		{"no target yet", -1, -1, 5, 0, 0, false},
+		{"START_BLOCK=0, genesis only", -1, 0, 5, 0, 0, true},
+		{"START_BLOCK=0, capped", -1, 100, 5, 0, 4, true},
+		{"MAX_BLOCK_RANGE=1", 10, 20, 1, 11, 11, true},
+		{"one block left", 19, 20, 1000, 20, 20, true},
+		{"exactly max range", 10, 20, 10, 11, 20, true},
+		{"one more than max range", 10, 21, 10, 11, 20, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			from, to, ok := poller.NextRange(tt.cursor, tt.target, tt.maxRange)
+			if ok != tt.wantOK || (ok && (from != tt.wantFrom || to != tt.wantTo)) {
+				t.Fatalf("NextRange(%d, %d, %d) = %d, %d, %v; want %d, %d, %v",
+					tt.cursor, tt.target, tt.maxRange, from, to, ok, tt.wantFrom, tt.wantTo, tt.wantOK)
+			}
+		})
+	}
+}
+
+// fakeChain is a node at the RPC boundary: a canonical chain of blocks, each
+// with its burns, whose hashes change when fork is bumped.
+type fakeChain struct {
+	mu      sync.Mutex
+	target  int64
+	fork    byte
+	burns   map[uint64][]chain.Burn
+	ranges  [][2]uint64
+	failing int                                        // fail this many BurnRange calls
+	failErr error                                      // the failure; nil means a plain error
+	hook    func(ctx context.Context, from, to uint64) // runs inside BurnRange, lock held
+	maxSpan uint64                                     // a provider limit: ranges end early
+	hidden  map[uint64]bool                            // blocks whose burns the node leaves out
+	rejects map[uint64][]chain.Rejected
+}
+
+func newFakeChain(target int64) *fakeChain {
+	return &fakeChain{target: target, burns: map[uint64][]chain.Burn{}, hidden: map[uint64]bool{}, rejects: map[uint64][]chain.Rejected{}}
+}
+
+func (f *fakeChain) hash(n uint64) common.Hash {
+	return common.BigToHash(new(big.Int).SetUint64(n<<8 | uint64(f.fork) + 1))
+}
+
+func (f *fakeChain) header(n uint64) chain.Header {
+	var parent common.Hash
+	if n > 0 {
+		parent = f.hash(n - 1)
+	}
+	return chain.Header{Number: n, Hash: f.hash(n), ParentHash: parent}
+}
+
+func (f *fakeChain) addBurn(block uint64, tx byte, index uint, amount int64) chain.Burn {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := chain.Burn{
+		Contract:    burnContract,
+		TxHash:      common.BytesToHash([]byte{tx, byte(block)}),
+		LogIndex:    index,
+		BlockNumber: block,
+		BlockHash:   f.hash(block),
+		Payer:       common.BytesToAddress([]byte{tx}),
+		Digest:      common.BytesToHash([]byte{0xd1, tx}),
+		Amount:      big.NewInt(amount),
+		Timestamp:   1_700_000_000 + int64(block),
+	}
+	f.burns[block] = append(f.burns[block], b)
+	return b
+}
+
+func (f *fakeChain) Target(context.Context) (chain.Target, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return chain.Target{Block: f.target, Highest: f.target}, nil
+}
+
+func (f *fakeChain) BurnRange(ctx context.Context, contract common.Address, from, to uint64) (chain.Range, error) {
+	f.mu.Lock()
+	if f.maxSpan > 0 && to-from+1 > f.maxSpan {
+		to = from + f.maxSpan - 1
+	}
+	f.ranges = append(f.ranges, [2]uint64{from, to})
+	hook := f.hook
+	if f.failing > 0 {
+		f.failing--
+		err := f.failErr
+		if err == nil {
+			err = errors.New("injected node failure")
+		}
+		f.mu.Unlock()
+		return chain.Range{}, err
+	}
+	r := chain.Range{From: f.header(from), To: f.header(to)}
+	for n := from; n <= to; n++ {
+		if !f.hidden[n] {
+			r.Burns = append(r.Burns, f.burns[n]...)
+		}
+		r.Rejected = append(r.Rejected, f.rejects[n]...)
+	}
+	f.mu.Unlock()
+	if hook != nil {
+		hook(ctx, from, to)
+	}
+	return r, nil
+}
+
+func (f *fakeChain) HintDensity(uint64, int) {}
+
+func (f *fakeChain) requested() [][2]uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.ranges)
+}
+
+type harness struct {
+	t       *testing.T
+	pool    *pgxpool.Pool
+	store   *payments.Store
+	node    *fakeChain
+	cfg     poller.Config
+	metrics *poller.Metrics
+}
+
+func newHarness(t *testing.T, node *fakeChain) *harness {
+	t.Helper()
+	pool, _ := pgtest.NewPool(t)
+	return &harness{
+		t:     t,
+		pool:  pool,
+		store: payments.NewStore(pool),
+		node:  node,
+		cfg: poller.Config{
+			CursorID:      "test",
+			ChainID:       1337,
+			Contract:      burnContract,
+			PollInterval:  20 * time.Millisecond,
+			MaxBlockRange: 10,
+			LockWait:      100 * time.Millisecond,
+			TxTimeout:     5 * time.Second,
+			DrainTimeout:  2 * time.Second,
+			MaxBackoff:    50 * time.Millisecond,
+		},
+	}
+}
+
+// start runs a poller until the returned stop is called; stop returns Run's error.
+func (h *harness) start() (*poller.Poller, func() error) {
+	h.t.Helper()
+	h.metrics = poller.NewMetrics(prometheus.NewRegistry(), "test", "test", "test")
+	p := poller.New(h.cfg, h.store, h.node, h.metrics, poller.NewHeartbeat(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				err = errors.New("Run did not return within 10s of cancel")
+			}
+		})
+		return err
+	}
+	h.t.Cleanup(func() { _ = stop() })
+	return p, stop
+}
+
+func (h *harness) cursor() payments.Cursor {
+	h.t.Helper()
+	c, err := h.store.Cursor(context.Background(), h.cfg.CursorID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return c
+}
+
+func (h *harness) waitCursor(block int64) {
+	h.t.Helper()
+	waitFor(h.t, 10*time.Second, fmt.Sprintf("cursor at %d", block), func() bool {
+		c, err := h.store.Cursor(context.Background(), h.cfg.CursorID)
+		return err == nil && c.Block == block
+	})
+}
+
+// ledger returns "tx/index=amount@block" for every payment, sorted.
+func (h *harness) ledger() []string {
+	h.t.Helper()
+	rows, err := h.pool.Query(context.Background(),
+		`SELECT tx_hash, log_index, amount::text, block_number, block_hash, payer, digest FROM payments`)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var tx, amount, blockHash, payer, digest string
+		var index int
+		var block int64
+		if err := rows.Scan(&tx, &index, &amount, &block, &blockHash, &payer, &digest); err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s/%d=%s@%d/%s/%s/%s", tx, index, amount, block, blockHash, payer, digest))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func expected(burns ...chain.Burn) []string {
+	var out []string
+	for _, b := range burns {
+		out = append(out, fmt.Sprintf("%s/%d=%s@%d/%s/%s/%s", b.TxHash.Hex(), b.LogIndex, b.Amount, b.BlockNumber,
+			b.BlockHash.Hex(), strings.ToLower(b.Payer.Hex()), b.Digest.Hex()))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestCatchUpRecordsEveryBurnInRanges(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(25)
+	want := expected(
+		node.addBurn(0, 1, 0, 5),
+		node.addBurn(9, 2, 0, 6),
+		node.addBurn(9, 2, 1, 7), // a second burn in the same transaction
+		node.addBurn(10, 3, 2, 1_000_000),
+		node.addBurn(25, 4, 0, 8),
+	)
+	node.addBurn(26, 5, 0, 9) // beyond the target: must not be recorded
+	h := newHarness(t, node)
+	_, stop := h.start()
+	h.waitCursor(25)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if c := h.cursor(); c.Hash != node.hash(25).Hex() {
+		t.Fatalf("cursor hash = %s, want %s", c.Hash, node.hash(25).Hex())
+	}
+	if got, want := node.requested(), [][2]uint64{{0, 9}, {10, 19}, {20, 25}}; !slices.Equal(got, want) {
+		t.Fatalf("ranges requested = %v, want %v", got, want)
+	}
+	if n := testutil.ToFloat64(h.metrics.PaymentsInserted); n != 5 {
+		t.Fatalf("inserted metric = %v, want 5", n)
+	}
+	if n := testutil.ToFloat64(h.metrics.PaymentsDuplicate); n != 0 {
+		t.Fatalf("duplicate metric = %v, want 0", n)
+	}
+}
+
+func TestStartBlockSeedsCursorOnce(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(30)
+	node.addBurn(5, 1, 0, 5) // before START_BLOCK: not recorded
+	want := expected(node.addBurn(20, 2, 0, 6))
+	h := newHarness(t, node)
+	h.cfg.StartBlock = 20
+	_, stop := h.start()
+	h.waitCursor(30)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger = %v, want %v", got, want)
+	}
+	if got := node.requested(); got[0] != [2]uint64{20, 29} {
+		t.Fatalf("first range = %v, want [20 29]", got[0])
+	}
+}
+
+func TestNodeErrorRollsBackAndRetries(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(15)
+	want := expected(node.addBurn(3, 1, 0, 5), node.addBurn(12, 2, 0, 6))
+	node.failing = 2
+	h := newHarness(t, node)
+	_, stop := h.start()
+	h.waitCursor(15)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger = %v, want %v", got, want)
+	}
+	if got, want := node.requested(), [][2]uint64{{0, 9}, {0, 9}, {0, 9}, {10, 15}}; !slices.Equal(got, want) {
+		t.Fatalf("ranges requested = %v, want %v", got, want)
+	}
+	if n := testutil.ToFloat64(h.metrics.Polls.WithLabelValues(poller.ResultError)); n != 2 {
+		t.Fatalf("error polls = %v, want 2", n)
+	}
+}
+
+func TestReplicasNeverFetchACommittedRange(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(0)
+	var all []chain.Burn
+	for b := uint64(0); b < 200; b += 3 {
+		all = append(all, node.addBurn(b, byte(b), 0, int64(b)+1))
+	}
+	h := newHarness(t, node)
+	h.cfg.MaxBlockRange = 7
+	for range 3 {
+		h.start()
+	}
+	// The target moves while the replicas run.
+	for target := int64(20); target <= 200; target += 20 {
+		node.mu.Lock()
+		node.target = target
+		node.mu.Unlock()
+		time.Sleep(15 * time.Millisecond)
+	}
+	h.waitCursor(200)
+	if got, want := h.ledger(), expected(all...); !slices.Equal(got, want) {
+		t.Fatalf("ledger has %d rows, want %d", len(got), len(want))
+	}
+	// Each range was fetched once, and they tile [0, 200] in order.
+	next := uint64(0)
+	for _, r := range node.requested() {
+		if r[0] != next {
+			t.Fatalf("range %v requested; expected one starting at %d (ranges %v)", r, next, node.requested())
+		}
+		next = r[1] + 1
+	}
+	if next != 201 {
+		t.Fatalf("ranges end at %d, want 200", next-1)
+	}
+}
+
+func TestFinalityViolationLatchesUntilCursorReset(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(9)
+	node.addBurn(4, 1, 0, 5)
+	h := newHarness(t, node)
+	p, stop := h.start()
+	h.waitCursor(9)
+
+	// Reorganise below the cursor: block 9 is replaced and a burn appears on the new branch.
+	node.mu.Lock()
+	node.fork = 1
+	node.target = 19
+	node.mu.Unlock()
+	node.addBurn(15, 9, 0, 77)
+	waitFor(t, 5*time.Second, "violation latched", func() bool { return p.Violation() != "" })
+	if v := testutil.ToFloat64(h.metrics.FinalityViolation); v != 1 {
+		t.Fatalf("burnpoller_finality_violation = %v, want 1", v)
+	}
+	time.Sleep(100 * time.Millisecond) // it must stay latched, not advance
+	if c := h.cursor(); c.Block != 9 {
+		t.Fatalf("cursor moved to %d while latched", c.Block)
+	}
+	if got := h.ledger(); len(got) != 1 {
+		t.Fatalf("ledger changed while latched: %v", got)
+	}
+
+	// The operator resets the cursor (as `poller cursor reset` will) to before the fork.
+	if _, err := h.pool.Exec(context.Background(),
+		`UPDATE block_cursors SET last_processed_block = 3, last_processed_hash = $1 WHERE id = $2`,
+		node.hash(3).Hex(), h.cfg.CursorID); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCursor(19)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if p.Violation() != "" || testutil.ToFloat64(h.metrics.FinalityViolation) != 0 {
+		t.Fatal("violation not cleared after the reset")
+	}
+	if got := h.ledger(); len(got) != 2 {
+		t.Fatalf("ledger after reset = %v, want the original burn and the new branch's", got)
+	}
+}
+
+func TestStopLetsTheInFlightTransactionCommit(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(5)
+	want := expected(node.addBurn(2, 1, 0, 5))
+	inside := make(chan struct{})
+	release := make(chan struct{})
+	node.hook = func(ctx context.Context, from, to uint64) {
+		close(inside)
+		<-release
+	}
+	h := newHarness(t, node)
+	_, stop := h.start()
+	<-inside
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	time.Sleep(100 * time.Millisecond) // the stop is pending while the transaction holds the lock
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger = %v, want %v", got, want)
+	}
+	if c := h.cursor(); c.Block != 5 {
+		t.Fatalf("cursor = %d, want 5", c.Block)
+	}
+}
+
+func TestStopRollsBackAtDrainTimeout(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(5)
+	node.addBurn(2, 1, 0, 5)
+	inside := make(chan struct{})
+	node.hook = func(ctx context.Context, from, to uint64) {
+		close(inside)
+		<-ctx.Done() // a node that never answers
+	}
+	h := newHarness(t, node)
+	h.cfg.DrainTimeout = 300 * time.Millisecond
+	_, stop := h.start()
+	<-inside
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("stop took %s with a 300ms drain timeout", took)
+	}
+	if got := h.ledger(); len(got) != 0 {
+		t.Fatalf("ledger = %v, want empty", got)
+	}
+	if c := h.cursor(); c.Block != -1 {
+		t.Fatalf("cursor = %d, want -1", c.Block)
+	}
+}
+
+func TestStopCancelsALockWaitAtOnce(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(5)
+	h := newHarness(t, node)
+	h.cfg.LockWait = 4 * time.Second
+	if _, err := h.store.SeedCursor(context.Background(), h.cfg.CursorID, -1); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := h.store.Begin(context.Background(), payments.Limits{LockWait: time.Second, TxTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.LockCursor(context.Background(), h.cfg.CursorID); err != nil {
+		t.Fatal(err)
+	}
+	_, stop := h.start()
+	time.Sleep(300 * time.Millisecond) // the poller is now waiting for the lock
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("stop took %s while waiting on a 4s lock wait", took)
+	}
+	if n := len(node.requested()); n != 0 {
+		t.Fatalf("%d ranges fetched without the lock", n)
+	}
+}
+
+func TestProviderLimitedRangesAreCommittedAsReturned(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(20)
+	want := expected(node.addBurn(3, 1, 0, 5), node.addBurn(17, 2, 0, 6))
+	node.maxSpan = 4
+	h := newHarness(t, node)
+	_, stop := h.start()
+	h.waitCursor(20)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger = %v, want %v", got, want)
+	}
+	if got, want := node.requested(), [][2]uint64{{0, 3}, {4, 7}, {8, 11}, {12, 15}, {16, 19}, {20, 20}}; !slices.Equal(got, want) {
+		t.Fatalf("ranges = %v, want %v", got, want)
+	}
+}
+
+func TestUndecodableLogsAreRecordedAndTheCursorAdvances(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(9)
+	want := expected(node.addBurn(2, 1, 0, 5))
+	bad := types.Log{Address: burnContract, Topics: []common.Hash{chain.BurnTopic}, Data: []byte{1, 2, 3},
+		BlockNumber: 4, BlockHash: node.hash(4), TxHash: common.HexToHash("0xbad"), Index: 7}
+	node.rejects[4] = []chain.Rejected{{Log: bad, Reason: "invalid burn log: 1 topics, want 3"}}
+	h := newHarness(t, node)
+	_, stop := h.start()
+	h.waitCursor(9)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger = %v, want %v", got, want)
+	}
+	var (
+		txHash, reason string
+		index          int
+		block          int64
+		rawData        string
+	)
+	err := h.pool.QueryRow(context.Background(),
+		`SELECT tx_hash, log_index, block_number, reason, raw->>'data' FROM rejected_logs`).Scan(&txHash, &index, &block, &reason, &rawData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txHash != bad.TxHash.Hex() || index != 7 || block != 4 || !strings.Contains(reason, "topics") || rawData != "0x010203" {
+		t.Fatalf("rejected_logs row = %s/%d block %d %q data %s", txHash, index, block, reason, rawData)
+	}
+	if n := testutil.ToFloat64(h.metrics.RejectedLogs); n != 1 {
+		t.Fatalf("rejected metric = %v, want 1", n)
+	}
+}
+
+func TestRescanRecoversBurnsANodeLeftOut(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(30)
+	all := expected(node.addBurn(5, 1, 0, 5), node.addBurn(25, 2, 0, 6), node.addBurn(28, 3, 1, 7))
+	node.hidden[25], node.hidden[28] = true, true // a lying node: no logs for these blocks
+	h := newHarness(t, node)
+	h.cfg.RescanDepth = 10
+	h.cfg.RescanInterval = time.Hour // the first rescan runs at once, the next not before an hour
+	_, stop := h.start()
+	h.waitCursor(30)
+	waitFor(t, 5*time.Second, "a rescan", func() bool { return testutil.ToFloat64(h.metrics.Rescans) >= 1 })
+	if got := h.ledger(); len(got) != 1 {
+		t.Fatalf("ledger before the node tells the truth = %v", got)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The node now answers fully; a rescan of the last 10 blocks recovers
+	// the two burns, and nothing else changes.
+	node.mu.Lock()
+	node.hidden = map[uint64]bool{}
+	node.mu.Unlock()
+	h.cfg.RescanInterval = time.Millisecond
+	_, stop = h.start()
+	waitFor(t, 5*time.Second, "recovered burns", func() bool { return testutil.ToFloat64(h.metrics.RescanRecovered) == 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.ledger(); !slices.Equal(got, all) {
+		t.Fatalf("ledger = %v, want %v", got, all)
+	}
+	if c := h.cursor(); c.Block != 30 {
+		t.Fatalf("cursor = %d, want 30", c.Block)
+	}
+	// Catch-up asked [0 9] [10 19] [20 29] [30 30]; every rescan asks exactly
+	// the 10 blocks below and at the cursor.
+	for _, r := range node.requested()[4:] {
+		if r != [2]uint64{21, 30} {
+			t.Fatalf("rescan asked for %v, want [21 30]", r)
+		}
+	}
+}
+
+func TestRescanLatchesWhenTheCursorBlockChanged(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(12)
+	h := newHarness(t, node)
+	h.cfg.RescanDepth = 5
+	h.cfg.RescanInterval = time.Millisecond
+	p, stop := h.start()
+	h.waitCursor(12)
+	node.mu.Lock()
+	node.fork = 3 // every block hash changes; the target does not move
+	node.mu.Unlock()
+	waitFor(t, 5*time.Second, "violation latched by a rescan", func() bool { return p.Violation() != "" })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c := h.cursor(); c.Block != 12 {
+		t.Fatalf("cursor = %d, want 12", c.Block)
+	}
+}
+
+func TestThrottledWaitHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(5)
+	want := expected(node.addBurn(1, 1, 0, 5))
+	node.failing = 1
+	node.failErr = &chain.Error{Class: chain.ClassThrottled, Endpoint: "fake", Method: "eth_getLogs",
+		RetryAfter: 700 * time.Millisecond, Err: errors.New("429 Too Many Requests")}
+	h := newHarness(t, node)
+	start := time.Now()
+	_, stop := h.start()
+	h.waitCursor(5)
+	took := time.Since(start)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if took < 700*time.Millisecond {
+		t.Fatalf("caught up %s after a 429 asking for 700ms", took)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,211 @@
+package poller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/burnpoller/burnpoller/payments"
+)
+
+// Discrepancy kinds.
+const (
+	// Missing: a burn on the canonical chain with no payment.
+	Missing = "missing"
+	// Extra: a payment with no such burn on the canonical chain.
+	Extra = "extra"
+	// Mismatched: a payment whose burn is on the chain with other values.
+	Mismatched = "mismatched"
+)
+
+// Discrepancy is one difference between the chain and the ledger.
+type Discrepancy struct {
+	Kind     string `json:"kind"`
+	TxHash   string `json:"tx_hash"`
+	LogIndex uint32 `json:"log_index"`
+	Block    int64  `json:"block_number"`
+	// Fields names what differs, for Mismatched.
+	Fields []string `json:"fields,omitempty"`
+	// Chain and Ledger are the two sides (nil where absent).
+	Chain  *VerifiedPayment `json:"chain,omitempty"`
+	Ledger *VerifiedPayment `json:"ledger,omitempty"`
+}
+
+// VerifiedPayment is one side of a Discrepancy.
+type VerifiedPayment struct {
+	ID          int64  `json:"id,omitempty"`
+	BlockNumber int64  `json:"block_number"`
+	BlockHash   string `json:"block_hash"`
+	Payer       string `json:"payer"`
+	Digest      string `json:"digest"`
+	Amount      string `json:"amount"`
+}
+
+// VerifyReport is the outcome of Verify.
+type VerifyReport struct {
+	From          int64         `json:"from"`
+	To            int64         `json:"to"`
+	ChainBurns    int           `json:"chain_burns"`
+	LedgerRows    int           `json:"ledger_rows"`
+	Missing       int           `json:"missing"`
+	Extra         int           `json:"extra"`
+	Mismatched    int           `json:"mismatched"`
+	Undecodable   int           `json:"undecodable_on_chain"`
+	Discrepancies []Discrepancy `json:"discrepancies"`
+}
+
+// Clean reports whether chain and ledger agree.
+func (r VerifyReport) Clean() bool { return r.Missing+r.Extra+r.Mismatched == 0 }
+
+type key struct {
+	tx    string
+	index uint32
+}
+
+// Verify re-reads the burns of blocks [from, to] from the chain and compares
+// them with the payments table: burns with no payment, payments with no burn
+// on the canonical chain, and payments whose amount, payer, digest, block
+// number or block hash differ. It reads only. to = -1 means the finality
+// target now.
+func (p *Poller) Verify(ctx context.Context, from, to int64, chunk uint64) (VerifyReport, error) {
+	if chunk == 0 {
+		chunk = p.cfg.MaxBlockRange
+	}
+	if to < 0 {
+		t, err := p.node.Target(ctx)
+		if err != nil {
+			return VerifyReport{}, fmt.Errorf("reading the target: %w", err)
+		}
+		to = t.Block
+	}
+	rep := VerifyReport{From: from, To: to, Discrepancies: []Discrepancy{}}
+	contract := strings.ToLower(p.cfg.Contract.Hex())
+	// Keys already accounted for, so that a payment filed under another block
+	// is reported once, as mismatched, not also as extra.
+	explained := map[key]bool{}
+	for next := from; next <= to; {
+		r, err := p.node.BurnRange(ctx, p.cfg.Contract, uint64(next), uint64(min(to, next+int64(chunk)-1)))
+		if err != nil {
+			return rep, fmt.Errorf("reading burns from block %d: %w", next, err)
+		}
+		end := int64(r.To.Number)
+		onChain, err := p.toPayments(r.Burns)
+		if err != nil {
+			return rep, err
+		}
+		rep.ChainBurns += len(onChain)
+		rep.Undecodable += len(r.Rejected)
+		recorded, err := p.store.PaymentsInBlocks(ctx, p.cfg.ChainID, contract, next, end)
+		if err != nil {
+			return rep, err
+		}
+		rep.LedgerRows += len(recorded)
+		inLedger := make(map[key]payments.Recorded, len(recorded))
+		for _, rec := range recorded {
+			inLedger[key{rec.TxHash, rec.LogIndex}] = rec
+		}
+		var lost []payments.Payment
+		chainKeys := make(map[key]bool, len(onChain))
+		for _, c := range onChain {
+			k := key{c.TxHash, c.LogIndex}
+			chainKeys[k] = true
+			rec, ok := inLedger[k]
+			if !ok {
+				lost = append(lost, c)
+				continue
+			}
+			rep.compare(c, rec)
+		}
+		// A burn missing from these blocks may be recorded under another block.
+		elsewhere, err := p.byKey(ctx, lost)
+		if err != nil {
+			return rep, err
+		}
+		for _, c := range lost {
+			k := key{c.TxHash, c.LogIndex}
+			if rec, ok := elsewhere[k]; ok {
+				explained[k] = true
+				rep.compare(c, rec)
+				continue
+			}
+			rep.add(Discrepancy{Kind: Missing, TxHash: c.TxHash, LogIndex: c.LogIndex, Block: c.BlockNumber, Chain: side(c, 0)})
+		}
+		for _, rec := range recorded {
+			k := key{rec.TxHash, rec.LogIndex}
+			if !chainKeys[k] && !explained[k] {
+				rep.add(Discrepancy{Kind: Extra, TxHash: rec.TxHash, LogIndex: rec.LogIndex, Block: rec.BlockNumber, Ledger: side(rec.Payment, rec.ID)})
+			}
+		}
+		next = end + 1
+	}
+	return rep, nil
+}
+
+func (p *Poller) byKey(ctx context.Context, ps []payments.Payment) (map[key]payments.Recorded, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	txs := make([]string, len(ps))
+	idx := make([]uint32, len(ps))
+	for i, c := range ps {
+		txs[i], idx[i] = c.TxHash, c.LogIndex
+	}
+	recs, err := p.store.PaymentsByKey(ctx, txs, idx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[key]payments.Recorded, len(recs))
+	for _, r := range recs {
+		out[key{r.TxHash, r.LogIndex}] = r
+	}
+	return out, nil
+}
+
+// compare adds a Mismatched discrepancy when rec differs from c.
+func (r *VerifyReport) compare(c payments.Payment, rec payments.Recorded) {
+	var fields []string
+	if c.Amount.Cmp(rec.Amount) != 0 {
+		fields = append(fields, "amount")
+	}
+	if c.Payer != rec.Payer {
+		fields = append(fields, "payer")
+	}
+	if c.Digest != rec.Digest {
+		fields = append(fields, "digest")
+	}
+	if c.BlockNumber != rec.BlockNumber {
+		fields = append(fields, "block_number")
+	}
+	if c.BlockHash != rec.BlockHash {
+		fields = append(fields, "block_hash")
+	}
+	if c.Contract != rec.Contract || c.ChainID != rec.ChainID {
+		fields = append(fields, "contract")
+	}
+	if len(fields) > 0 {
+		r.add(Discrepancy{Kind: Mismatched, TxHash: c.TxHash, LogIndex: c.LogIndex, Block: c.BlockNumber,
+			Fields: fields, Chain: side(c, 0), Ledger: side(rec.Payment, rec.ID)})
+	}
+}
+
+// maxListed caps the discrepancies listed; all are counted.
+const maxListed = 1000
+
+func (r *VerifyReport) add(d Discrepancy) {
+	switch d.Kind {
+	case Missing:
+		r.Missing++
+	case Extra:
+		r.Extra++
+	case Mismatched:
+		r.Mismatched++
+	}
+	if len(r.Discrepancies) < maxListed {
+		r.Discrepancies = append(r.Discrepancies, d)
+	}
+}
+
+func side(p payments.Payment, id int64) *VerifiedPayment {
+	return &VerifiedPayment{ID: id, BlockNumber: p.BlockNumber, BlockHash: p.BlockHash, Payer: p.Payer,
+		Digest: p.Digest, Amount: p.Amount.String()}
+}

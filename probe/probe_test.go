@@ -1,0 +1,121 @@
+package probe_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/burnpoller/burnpoller/probe"
+)
+
+func serve(t *testing.T, live func() error, checks []probe.Check) string {
+	t.Helper()
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "burnpoller_up 1\n") })
+	srv, err := probe.Listen("127.0.0.1:0", probe.Handler(live, checks, metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := srv.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+		if err := srv.Stop(ctx); err != nil {
+			t.Errorf("second Stop: %v", err)
+		}
+	})
+	return "http://" + srv.Addr().String()
+}
+
+func get(t *testing.T, method, url string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestReadyzNamesEachFailingCheck(t *testing.T) {
+	t.Parallel()
+	ok := func(context.Context) error { return nil }
+	base := serve(t, func() error { return nil }, []probe.Check{
+		{Name: "database", Func: ok},
+		{Name: "node", Func: func(context.Context) error { return errors.New("unreachable") }},
+		{Name: "migrations", Func: func(context.Context) error { return errors.New("pending") }},
+	})
+	code, body := get(t, http.MethodGet, base+"/readyz")
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz = %d, want 503", code)
+	}
+	var st probe.Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"database": "ok", "node": "unreachable", "migrations": "pending"}
+	for k, v := range want {
+		if st.Checks[k] != v {
+			t.Errorf("check %s = %q, want %q (body %s)", k, st.Checks[k], v, body)
+		}
+	}
+	if st.Status != "not ready" {
+		t.Fatalf("status = %q", st.Status)
+	}
+}
+
+func TestReadyAndLive(t *testing.T) {
+	t.Parallel()
+	live := errors.New("no progress for 2m0s")
+	base := serve(t, func() error { return live }, []probe.Check{{Name: "database", Func: func(context.Context) error { return nil }}})
+	if code, body := get(t, http.MethodGet, base+"/readyz"); code != http.StatusOK || !strings.Contains(body, `"ready"`) {
+		t.Fatalf("/readyz = %d %s", code, body)
+	}
+	if code, body := get(t, http.MethodGet, base+"/livez"); code != http.StatusServiceUnavailable || !strings.Contains(body, "no progress") {
+		t.Fatalf("/livez = %d %s", code, body)
+	}
+	if code, body := get(t, http.MethodGet, base+"/metrics"); code != http.StatusOK || !strings.Contains(body, "burnpoller_up") {
+		t.Fatalf("/metrics = %d %s", code, body)
+	}
+}
+
+func TestOnlyGetOnKnownPaths(t *testing.T) {
+	t.Parallel()
+	base := serve(t, func() error { return nil }, nil)
+	tests := []struct {
+		method, path string
+		want         int
+	}{
+		{http.MethodPost, "/readyz", http.StatusMethodNotAllowed},
+		{http.MethodDelete, "/metrics", http.StatusMethodNotAllowed},
+		{http.MethodPut, "/livez", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/", http.StatusNotFound},
+		{http.MethodGet, "/debug/pprof/", http.StatusNotFound},
+		{http.MethodHead, "/livez", http.StatusOK},
+	}
+	for _, tt := range tests {
+		if code, _ := get(t, tt.method, base+tt.path); code != tt.want {
+			t.Errorf("%s %s = %d, want %d", tt.method, tt.path, code, tt.want)
+		}
+	}
+}
+
+func TestSlowCheckTimesOut(t *testing.T) {
+	t.Parallel()
+	st := probe.Run(context.Background(), []probe.Check{{Name: "node", Func: func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}}})
+	if st.Checks["node"] != "timeout" || st.Status != "not ready" {
+		t.Fatalf("status = %+v", st)
+	}
+}
