@@ -74,6 +74,8 @@ type Options struct {
 	Observer Observer
 	// HeaderBatch is the most headers asked for in one batch; zero means 200.
 	HeaderBatch int
+	// MaxResponseBytes caps one reply body; zero means MaxResponseBytes.
+	MaxResponseBytes int64
 }
 
 // Client is a JSON-RPC client for one node endpoint. It is safe for
@@ -97,8 +99,11 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
 	if opts.HeaderBatch <= 0 {
 		opts.HeaderBatch = 200
 	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = MaxResponseBytes
+	}
 	display := RedactURL(rawURL)
-	httpClient := &http.Client{Transport: retryAfterTransport{base: http.DefaultTransport}}
+	httpClient := &http.Client{Transport: retryAfterTransport{base: http.DefaultTransport, limit: opts.MaxResponseBytes}}
 	c, err := rpc.DialOptions(ctx, rawURL, rpc.WithHTTPClient(httpClient))
 	if err != nil {
 		return nil, fmt.Errorf("dialing node %s: %w", display, redactError(err, rawURL, display))

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -132,12 +133,11 @@ func (o *endpointsObs) Active(endpoint string) {
 
 func newEndpoints(t *testing.T, cfg chain.EndpointsConfig, nodes ...*scriptedNode) (*chain.Endpoints, *endpointsObs, []string) {
 	t.Helper()
-	return newEndpointsTimeout(t, 2*time.Second, cfg, nodes...)
+	return newEndpointsOpts(t, chain.Options{Timeout: 2 * time.Second}, cfg, nodes...)
 }
 
-// newEndpointsTimeout is newEndpoints with a chosen RPC timeout, for tests
-// whose fake node writes replies of many megabytes (slow under -race).
-func newEndpointsTimeout(t *testing.T, timeout time.Duration, cfg chain.EndpointsConfig, nodes ...*scriptedNode) (*chain.Endpoints, *endpointsObs, []string) {
+// newEndpointsOpts is newEndpoints with chosen client options.
+func newEndpointsOpts(t *testing.T, opts chain.Options, cfg chain.EndpointsConfig, nodes ...*scriptedNode) (*chain.Endpoints, *endpointsObs, []string) {
 	t.Helper()
 	var (
 		clients []*chain.Client
@@ -146,7 +146,7 @@ func newEndpointsTimeout(t *testing.T, timeout time.Duration, cfg chain.Endpoint
 	for _, n := range nodes {
 		srv := httptest.NewServer(&fakeNode{handle: n.handle})
 		t.Cleanup(srv.Close)
-		c, err := chain.Dial(context.Background(), srv.URL, chain.Options{Timeout: timeout})
+		c, err := chain.Dial(context.Background(), srv.URL, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -491,9 +491,13 @@ func TestRangesFollowLogDensity(t *testing.T) {
 
 func TestReplyOverTheSizeCapNarrowsTheRange(t *testing.T) {
 	t.Parallel()
-	n := denseNode(100)
-	e, _, _ := newEndpointsTimeout(t, time.Minute, chain.EndpointsConfig{MaxRange: 1000, TargetLogs: 500}, n)
-	e.HintDensity(1000, 0) // wrongly sparse: the first range is 1000 blocks, 100,000 logs
+	n := denseNode(10)
+	// A 256 KiB cap stands in for the default 8 MiB, which would take the
+	// fake node seconds to fill under -race. A burn log is 700-odd bytes of
+	// JSON.
+	opts := chain.Options{Timeout: 10 * time.Second, MaxResponseBytes: 256 << 10}
+	e, _, _ := newEndpointsOpts(t, opts, chain.EndpointsConfig{MaxRange: 400, TargetLogs: 500}, n)
+	e.HintDensity(400, 0) // wrongly sparse: the first range is 400 blocks, 4,000 logs
 	ctx := context.Background()
 	if _, err := e.Target(ctx); err != nil {
 		t.Fatal(err)
@@ -502,9 +506,16 @@ func TestReplyOverTheSizeCapNarrowsTheRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 1000 blocks and then 250 are over 8 MiB; 62 blocks (6200 logs) are not.
-	if got := r.To.Number + 1; got != 62 || len(r.Burns) != 6200 {
+	// 400 blocks and then 100 are over the cap; 25 blocks (250 logs) are not.
+	if got := r.To.Number + 1; got != 25 || len(r.Burns) != 250 {
 		t.Fatalf("first range: %d blocks, %d logs", got, len(r.Burns))
+	}
+	var spans []uint64
+	for _, s := range n.requested() {
+		spans = append(spans, s[1]-s[0]+1)
+	}
+	if want := []uint64{400, 100, 25}; !slices.Equal(spans, want) {
+		t.Fatalf("asked spans %v, want %v", spans, want)
 	}
 }
 

@@ -202,16 +202,18 @@ func containsAny(s string, subs ...string) bool {
 // range asked for holds too many logs to read safely.
 var ErrResponseTooLarge = errors.New("reply larger than the response limit")
 
-// MaxResponseBytes caps a reply body, so that a dense range cannot make the
-// process read (and hold) an unbounded reply; beyond it, the range shrinks.
+// MaxResponseBytes is the default cap on a reply body, so that a dense range
+// cannot make the process read (and hold) an unbounded reply; beyond it, the
+// range shrinks.
 const MaxResponseBytes = 8 << 20
 
 // retryAfterTransport notes a 429 or 503 reply's Retry-After in the
 // response's status line, the one part of a non-2xx reply go-ethereum's RPC
 // client passes on (as rpc.HTTPError.Status), and caps reply bodies at
-// MaxResponseBytes.
+// limit bytes.
 type retryAfterTransport struct {
-	base http.RoundTripper
+	base  http.RoundTripper
+	limit int64
 }
 
 // cappedBody fails a read past its limit with ErrResponseTooLarge.
@@ -239,7 +241,7 @@ func (t retryAfterTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if err != nil {
 		return resp, err
 	}
-	resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxResponseBytes}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.limit}
 	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
 		return resp, nil
 	}
