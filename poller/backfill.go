@@ -18,7 +18,10 @@ type BackfillConfig struct {
 	From uint64
 	// To is the last block, or -1 for the finality target at start.
 	To int64
-	// Chunk is the most blocks per transaction; zero means MaxBlockRange.
+	// Chunk is the most blocks per transaction. Zero means as the live loop
+	// catches up: ranges of MaxBlockRange (or what the node allows), the
+	// next fetched while the current one is inserted, for as long as the
+	// batch budget (min(TxTimeout/4, 2s)) lasts.
 	Chunk uint64
 	// Restart starts over from From instead of resuming.
 	Restart bool
@@ -71,9 +74,6 @@ func BackfillID(group string, from uint64, to string) string {
 // stopped. Cancelling ctx stops it after the current chunk commits or rolls
 // back, with ErrInterrupted. The progress it returns is final.
 func (p *Poller) Backfill(ctx context.Context, cfg BackfillConfig) (BackfillProgress, error) {
-	if cfg.Chunk == 0 {
-		cfg.Chunk = p.cfg.MaxBlockRange
-	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 8
 	}
@@ -173,11 +173,14 @@ func (p *Poller) backfillChunk(stop, hard context.Context, cfg BackfillConfig) (
 	if err != nil {
 		return rangeResult{}, err
 	}
-	_, maxTo, ok := NextRange(cur.Block, cfg.To, cfg.Chunk)
+	end, ok := cfg.To, cur.Block < cfg.To
+	if cfg.Chunk > 0 {
+		_, end, ok = NextRange(cur.Block, cfg.To, cfg.Chunk)
+	}
 	if !ok {
 		return rangeResult{from: cur.Block + 1, to: cur.Block}, tx.Commit(ctx)
 	}
-	res, err := p.advance(ctx, tx, cur, maxTo)
+	res, err := p.advanceMany(ctx, tx, cur, end)
 	if err != nil {
 		return rangeResult{}, err
 	}

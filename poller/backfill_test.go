@@ -70,6 +70,45 @@ func TestBackfillRecordsExactlyItsRangeAndLeavesTheLiveCursor(t *testing.T) {
 	}
 }
 
+// TestBackfillByDefaultBatchesRangesLikeTheLiveLoop: without --chunk a
+// transaction records several MaxBlockRange ranges (the next one fetched
+// while the current one is inserted), within the batch budget.
+func TestBackfillByDefaultBatchesRangesLikeTheLiveLoop(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(200)
+	want := burnsIn(node, 200, 0, 199)
+	h := newHarness(t, node)
+	var reports []poller.BackfillProgress
+	prog, err := h.newPoller().Backfill(context.Background(), poller.BackfillConfig{
+		ID: "backfill:test:0-199", From: 0, To: 199,
+		Progress: func(p poller.BackfillProgress) { reports = append(reports, p) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger has %d rows, want %d", len(got), len(want))
+	}
+	if !prog.Complete || prog.Done != 200 || prog.Inserted != int64(len(want)) || prog.Duplicates != 0 {
+		t.Fatalf("progress = %+v", prog)
+	}
+	asked := node.requested()
+	if len(asked) != 20 {
+		t.Fatalf("asked %d ranges, want 20 of MaxBlockRange=10: %v", len(asked), asked)
+	}
+	for i, r := range asked {
+		if r != [2]uint64{uint64(10 * i), uint64(10*i + 9)} {
+			t.Fatalf("range %d asked %v", i, r)
+		}
+	}
+	if len(reports) >= len(asked) {
+		t.Fatalf("%d transactions for %d ranges: no transaction batched ranges", len(reports), len(asked))
+	}
+	if c := h.cursorOf("backfill:test:0-199"); c.Block != 199 {
+		t.Fatalf("backfill cursor at %d, want 199", c.Block)
+	}
+}
+
 func TestBackfillToTheFinalityTarget(t *testing.T) {
 	t.Parallel()
 	node := newFakeChain(40)

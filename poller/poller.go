@@ -351,38 +351,6 @@ type rangeResult struct {
 	inserted, dups int64
 }
 
-// advance fetches the burns from the block after cur up to at most maxTo (a
-// provider may cut the range short), checks that the range continues the
-// chain cur was committed on, records the burns and moves cur to the
-// range's end — all inside tx, which the caller commits.
-func (p *Poller) advance(ctx context.Context, tx *payments.Tx, cur payments.Cursor, maxTo int64) (rangeResult, error) {
-	from := cur.Block + 1
-	r, err := p.node.BurnRange(ctx, p.cfg.Contract, uint64(from), uint64(maxTo))
-	if err != nil {
-		return rangeResult{}, fmt.Errorf("fetching burns of blocks [%d, %d]: %w", from, maxTo, err)
-	}
-	to := int64(r.To.Number)
-	if r.From.Number != uint64(from) || to < from || to > maxTo {
-		return rangeResult{}, fmt.Errorf("%w: asked for blocks [%d, %d], got [%d, %d]", chain.ErrBadReply, from, maxTo, r.From.Number, to)
-	}
-	if cur.Hash != "" && !strings.EqualFold(r.From.ParentHash.Hex(), cur.Hash) {
-		return rangeResult{}, &violationError{cursor: cur, block: r.From}
-	}
-	ins, dups, err := p.record(ctx, tx, r)
-	if err != nil {
-		return rangeResult{}, err
-	}
-	var note payments.Notification
-	note.Add(ins)
-	if err := tx.Notify(ctx, note); err != nil {
-		return rangeResult{}, err
-	}
-	if err := tx.AdvanceCursor(ctx, cur.ID, cur.Block, to, strings.ToLower(r.To.Hash.Hex())); err != nil {
-		return rangeResult{}, err
-	}
-	return rangeResult{from: from, to: to, logs: len(r.Burns), rejected: len(r.Rejected), inserted: int64(len(ins)), dups: dups}, nil
-}
-
 // densitySample is how many committed blocks tell the log density.
 const densitySample = 256
 

@@ -214,7 +214,12 @@ func (h *harness) start() (*poller.Poller, func() error) {
 
 func (h *harness) cursor() payments.Cursor {
 	h.t.Helper()
-	c, err := h.store.Cursor(context.Background(), h.cfg.CursorID)
+	return h.cursorOf(h.cfg.CursorID)
+}
+
+func (h *harness) cursorOf(id string) payments.Cursor {
+	h.t.Helper()
+	c, err := h.store.Cursor(context.Background(), id)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func cmdBackfill(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	from, to := rangeFlags(fs)
 	restart := fs.Bool("restart", false, "start over from --from instead of resuming")
-	chunk := fs.Uint64("chunk", 0, "most blocks per transaction (default MAX_BLOCK_RANGE)")
+	chunk := fs.Uint64("chunk", 0, "most blocks per transaction (default: ranges of MAX_BLOCK_RANGE for up to min(TX_TIMEOUT/4, 2s), as the live loop)")
 	cfg, ok := parseRangeCommand(fs, args, from, to, stderr)
 	if !ok {
 		return exitUsage
