@@ -121,8 +121,8 @@ type invariants struct {
 	last       int64
 }
 
+// watch checks until ctx ends; iv.last starts at -2 (no cursor yet).
 func (iv *invariants) watch(ctx context.Context, pool *pgxpool.Pool, cursorID string) {
-	iv.last = -2
 	for ctx.Err() == nil {
 		var cursor, maxBlock int64
 		// One statement, one snapshot.
@@ -188,7 +188,7 @@ func TestChaos(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	iv := &invariants{}
+	iv := &invariants{last: -2}
 	var watching sync.WaitGroup
 	watching.Go(func() { iv.watch(ctx, pg.pool, cursorID) })
 
