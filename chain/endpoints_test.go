@@ -133,7 +133,7 @@ func (o *endpointsObs) Active(endpoint string) {
 
 func newEndpoints(t *testing.T, cfg chain.EndpointsConfig, nodes ...*scriptedNode) (*chain.Endpoints, *endpointsObs, []string) {
 	t.Helper()
-	return newEndpointsOpts(t, chain.Options{Timeout: 2 * time.Second}, cfg, nodes...)
+	return newEndpointsOpts(t, chain.Options{Timeout: 30 * time.Second}, cfg, nodes...)
 }
 
 // newEndpointsOpts is newEndpoints with chosen client options.

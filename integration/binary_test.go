@@ -168,7 +168,7 @@ func TestNewHeadsWakeThePoller(t *testing.T) {
 	first := cursorBlock(t, pool)
 	// Finalized blocks come every 32 blocks (3.2s); with an hour's
 	// POLL_INTERVAL only the heads can bring the cursor along.
-	waitFor(t, 30*time.Second, "the cursor to follow new heads", func() bool { return cursorBlock(t, pool) >= first+64 })
+	waitFor(t, 2*time.Minute, "the cursor to follow new heads", func() bool { return cursorBlock(t, pool) >= first+64 })
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(t, 15*time.Second); code != 0 {
 		t.Fatalf("exit %d", code)
@@ -178,7 +178,7 @@ func TestNewHeadsWakeThePoller(t *testing.T) {
 	addr2 := freeAddr(t)
 	p2 := startProc(t, "poller-nows", pollerEnv(dbURL, info.RPCURL, info, addr2, "POLL_INTERVAL=200ms", "RPC_WS_URL=ws://"+freeAddr(t)), "poller")
 	at := cursorBlock(t, pool)
-	waitFor(t, 30*time.Second, "polling without the subscription", func() bool { return cursorBlock(t, pool) >= at+64 })
+	waitFor(t, 2*time.Minute, "polling without the subscription", func() bool { return cursorBlock(t, pool) >= at+64 })
 	if v, _ := scrape(addr2, "burnpoller_head_subscription_up"); v != 0 {
 		t.Fatalf("burnpoller_head_subscription_up = %v with nothing listening", v)
 	}

@@ -199,12 +199,11 @@ func startDevchain(t *testing.T, args ...string) (*proc, devchain.Info) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := pgtest.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr.String()
 }
 
 // rpcRecorder is a pass-through JSON-RPC proxy that records every

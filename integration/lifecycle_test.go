@@ -22,7 +22,8 @@ func waitActivity(t *testing.T, r *faultRun, fragment string) {
 	waitFor(t, time.Minute, "the poller in: "+fragment, func() bool {
 		var n int
 		err := r.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE application_name = 'burnpoller' AND state = 'active' AND query ILIKE '%' || $1 || '%'`, fragment).Scan(&n)
+			WHERE datname = current_database() AND application_name = 'burnpoller'
+			AND state = 'active' AND query ILIKE '%' || $1 || '%'`, fragment).Scan(&n)
 		return err == nil && n > 0
 	})
 }

@@ -381,12 +381,13 @@ func TestNotifyAndHookExactlyOnce(t *testing.T) {
 
 	// One notification per transaction that inserted payments, and every
 	// payment notified exactly once.
-	time.Sleep(500 * time.Millisecond)
-	notes := listener.all()
 	var txs int
 	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM payments`).Scan(&txs); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, 10*time.Second, fmt.Sprintf("%d notifications", txs), func() bool { return len(listener.all()) >= txs })
+	time.Sleep(300 * time.Millisecond) // any extra one
+	notes := listener.all()
 	if len(notes) != txs {
 		t.Fatalf("%d notifications for %d inserting transactions", len(notes), txs)
 	}

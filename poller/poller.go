@@ -698,11 +698,12 @@ func (p *Poller) latch(ctx context.Context, err error) {
 	if !errors.As(err, &v) {
 		return
 	}
+	// The gauge first: whoever sees the violation also sees the gauge.
+	p.metrics.FinalityViolation.Set(1)
 	p.mu.Lock()
 	p.violation = fmt.Sprintf("finality violation at block %d", v.cursor.Block)
 	p.violated = v.cursor
 	p.mu.Unlock()
-	p.metrics.FinalityViolation.Set(1)
 	chainHash := v.block.ParentHash
 	if v.atCursor {
 		chainHash = v.block.Hash
@@ -722,10 +723,10 @@ func (p *Poller) checkReset(ctx context.Context) {
 	if err != nil || (c.Block == latched.Block && c.Hash == latched.Hash) {
 		return
 	}
+	p.metrics.FinalityViolation.Set(0)
 	p.mu.Lock()
 	p.violation, p.violated = "", payments.Cursor{}
 	p.mu.Unlock()
-	p.metrics.FinalityViolation.Set(0)
 	p.log.Warn("cursor was reset; finality violation cleared, resuming",
 		slog.Int64("cursor_block", c.Block), slog.String("cursor_hash", c.Hash))
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -254,13 +255,41 @@ func binDir() (string, error) {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := FreeAddr()
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return addr.Port, nil
 }
+
+// FreeAddr finds a free TCP port on 127.0.0.1 for a server that a test
+// starts later (a child process, a restarted cluster). The port lies below
+// Linux's ephemeral range (32768 and up), where listeners on port 0 and
+// outgoing connections take theirs, so nothing else takes it meanwhile; and
+// no port is handed out twice in one test binary.
+func FreeAddr() (*net.TCPAddr, error) {
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	for range 1000 {
+		port := 20000 + mrand.IntN(12000)
+		if freePorts.given[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		freePorts.given[port] = true
+		return l.Addr().(*net.TCPAddr), nil
+	}
+	return nil, errors.New("no free port in 20000-31999")
+}
+
+var freePorts = struct {
+	sync.Mutex
+	given map[int]bool
+}{given: map[int]bool{}}
 
 func randomHex(n int) string {
 	b := make([]byte, n)
