@@ -223,7 +223,7 @@ func TestMalformedLogsAreRejectedNotCredited(t *testing.T) {
 	r.proxies[0].Set(func(f *rpcfault.Faults) { f.MalformedLogs = 2 })
 	// The two malformed logs are injected once: a generous RPC_TIMEOUT keeps
 	// a slow machine from rolling back the transaction that carries them.
-	r.startPoller("MAX_BLOCK_RANGE=5", "RPC_TIMEOUT=10s") // more replies that carry logs
+	r.startPoller("MAX_BLOCK_RANGE=5", "RPC_TIMEOUT=4s") // more replies that carry logs
 	r.caughtUp(2 * time.Minute)
 	// The counter moves once the commit has returned, a moment after the rows.
 	waitFor(t, 10*time.Second, "burnpoller_rejected_logs_total = 2", func() bool {
