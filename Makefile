@@ -3,7 +3,7 @@ GETH_VERSION := v1.17.10
 ABIGEN := go run github.com/ethereum/go-ethereum/cmd/abigen@$(GETH_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
-.PHONY: all build test test-short fuzz bench bench-1m bench-micro contracts demo lint compose-check clean
+.PHONY: all build test test-short soak fuzz bench bench-1m bench-micro contracts demo lint compose-check clean
 
 # Each fuzz target runs this long; a crash leaves its input in the package's
 # testdata/fuzz, to be committed as a regression seed.
@@ -23,6 +23,11 @@ test:
 test-short:
 	go test -short -count=1 ./...
 
+# The chaos suite as a soak (see RELIABILITY.md): faults for SOAK.
+SOAK ?= 30m
+soak:
+	go test -race -count=1 -timeout 6h -run 'TestChaos$$' ./integration -args -soak $(SOAK)
+
 # Benchmarks (see BENCHMARKS.md): the ceilings, catch-up with 1 and 3
 # replicas, failover and the steady state, against the local Postgres.
 bench:
@@ -37,6 +42,7 @@ bench-micro:
 fuzz:
 	go test -run '^$$' -fuzz '^FuzzDecodeBurn$$' -fuzztime $(FUZZTIME) ./chain
 	go test -run '^$$' -fuzz '^FuzzParseRangeLimit$$' -fuzztime $(FUZZTIME) ./chain
+	go test -run '^$$' -fuzz '^FuzzClassifyReply$$' -fuzztime $(FUZZTIME) ./chain
 	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) ./cmd/poller
 
 # Recompiles contracts/src with the solc pinned in contracts/package.json and

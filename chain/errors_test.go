@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +48,7 @@ func TestClassify(t *testing.T) {
 		{"Ankr unauthorized", 200, nil, rpcErr(-32000, "Unauthorized: You must authenticate your request with an API key."), chain.ClassPermanent, 0},
 		{"header not found", 200, nil, rpcErr(-32000, "header not found"), chain.ClassTransient, 0},
 		{"resource not found", 200, nil, rpcErr(-32001, "resource not found"), chain.ClassTransient, 0},
+		{"-32001 busy", 200, nil, rpcErr(-32001, "server is busy, please try again later"), chain.ClassThrottled, 0},
 		{"HTTP 429 whose body reads like a range limit", 429, map[string]string{"Retry-After": "3"}, rpcErr(-32005, "query returned more than 10000 results"), chain.ClassThrottled, 3 * time.Second},
 		{"HTTP 400 with a transient JSON-RPC error", 400, nil, rpcErr(-32000, "header not found"), chain.ClassTransient, 0},
 		{"HTTP 400 with a rate-limit JSON-RPC error", 400, nil, rpcErr(-32005, "daily request count exceeded, request rate limited"), chain.ClassThrottled, 0},
@@ -82,6 +85,44 @@ func TestClassify(t *testing.T) {
 				t.Fatalf("retry after = %v, want %v", got, tt.retryAfter)
 			}
 		})
+	}
+}
+
+// TestConnectionResetIsTransient: a node (or the load balancer before it)
+// that resets the connection is retried with back-off.
+func TestConnectionResetIsTransient(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			// Read the request, then close with SO_LINGER 0: a TCP RST.
+			_, _ = conn.Read(make([]byte, 4096))
+			_ = conn.(*net.TCPConn).SetLinger(0)
+			_ = conn.Close()
+		}
+	}()
+	c, err := chain.Dial(context.Background(), "http://"+l.Addr().String(), chain.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.ChainID(context.Background())
+	if err == nil {
+		t.Fatal("no error from a reset connection")
+	}
+	if !strings.Contains(err.Error(), "reset") && !strings.Contains(err.Error(), "EOF") {
+		t.Fatalf("not a reset: %v", err)
+	}
+	if got := chain.ClassOf(err); got != chain.ClassTransient {
+		t.Fatalf("class = %s, want transient (%v)", got, err)
 	}
 }
 

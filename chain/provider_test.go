@@ -57,6 +57,7 @@ func TestParseRangeLimit(t *testing.T) {
 		{"Tenderly data payload", -32602, "invalid params", map[string]any{"error_id": "x", "payload": "range 9009594 is bigger than range limit 2000"},
 			chain.RangeLimit{MaxBlocks: 2000}},
 		{"Besu", -32005, "Requested range exceeds maximum RPC range limit", nil, chain.RangeLimit{}},
+		{"max logs per response", -32602, "query exceeds max logs per response (10000)", nil, chain.RangeLimit{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

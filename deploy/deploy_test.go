@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,5 +233,41 @@ func TestKubernetesManifests(t *testing.T) {
 				t.Errorf("%s/%s: no memory request and limit", name, c.Name)
 			}
 		}
+	}
+}
+
+// TestComposeContainersAreHardened: the images we build (pollers, devchain)
+// run as non-root with a read-only root filesystem, no capabilities and no
+// privilege escalation, as the README says.
+func TestComposeContainersAreHardened(t *testing.T) {
+	raw, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Image       string   `yaml:"image"`
+			ReadOnly    bool     `yaml:"read_only"`
+			User        string   `yaml:"user"`
+			CapDrop     []string `yaml:"cap_drop"`
+			SecurityOpt []string `yaml:"security_opt"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &compose); err != nil {
+		t.Fatal(err)
+	}
+	ours := 0
+	for name, svc := range compose.Services {
+		if svc.Image != "burnpoller:dev" {
+			continue
+		}
+		ours++
+		if !svc.ReadOnly || svc.User == "" || strings.HasPrefix(svc.User, "0") || strings.HasPrefix(svc.User, "root") ||
+			!slices.Contains(svc.CapDrop, "ALL") || !slices.Contains(svc.SecurityOpt, "no-new-privileges:true") {
+			t.Errorf("service %s: read_only=%v user=%q cap_drop=%v security_opt=%v", name, svc.ReadOnly, svc.User, svc.CapDrop, svc.SecurityOpt)
+		}
+	}
+	if ours != 3 {
+		t.Fatalf("%d services run burnpoller:dev, want 3 (devchain, poller-1, poller-2)", ours)
 	}
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
@@ -23,9 +24,16 @@ import (
 	"github.com/burnpoller/burnpoller/internal/tcpfault"
 )
 
-// chaosDuration is how long faults are injected; BURNPOLLER_CHAOS_DURATION
-// (a Go duration) turns the suite into a soak.
+// soakFor is the soak flag: go test ./integration -run TestChaos -args -soak 30m.
+var soakFor = flag.Duration("soak", 0, "inject chaos faults for this long instead of 45s (a soak)")
+
+// chaosDuration is how long faults are injected: 45 s, or the -soak flag, or
+// BURNPOLLER_CHAOS_DURATION (a Go duration), which turn the suite into a
+// soak.
 func chaosDuration(t *testing.T) time.Duration {
+	if *soakFor > 0 {
+		return *soakFor
+	}
 	if v := os.Getenv("BURNPOLLER_CHAOS_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
