@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/big"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
 
 	"github.com/burnpoller/burnpoller/devchain"
@@ -177,6 +179,8 @@ func TestDeepReorgBelowTheCursorLatches(t *testing.T) {
 	waitFor(t, time.Minute, fmt.Sprintf("cursor at the finalized block %d", final), func() bool { return cursorBlock(t, pool) == final })
 	oldRows := assertLedgerEqualsChain(t, pool, info.RPCURL, info.BurnContract, uint64(final))
 
+	committedHash := strings.ToLower(common.Hash(chain.hash(uint64(final))).Hex())
+
 	// Reorganise below the cursor: the new branch starts at block 80.
 	chain.forkAt(79)
 	newDigests := chain.burnUntil(uint64(final) + 40)
@@ -201,10 +205,32 @@ func TestDeepReorgBelowTheCursorLatches(t *testing.T) {
 		t.Fatal("the poller exited; it must stay up for inspection")
 	default:
 	}
+	// The log names the block and both hashes: the committed one and the
+	// chain's.
+	assertViolationLogged(t, p.out.String(), final, committedHash, strings.ToLower(common.Hash(chain.hash(uint64(final))).Hex()))
+
+	// A reset while another session holds the cursor row is refused (exit
+	// 2, one clear line) unless --wait is given.
+	holder, err := pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(context.Background(), `SELECT 1 FROM block_cursors WHERE id = $1 FOR UPDATE`,
+		"1337:"+strings.ToLower(info.BurnContract.Hex())); err != nil {
+		t.Fatal(err)
+	}
+	out, rc := runPoller(t, env, "cursor", "reset", "--to", "79", "--reason", "reorg below finality")
+	_ = holder.Rollback(context.Background())
+	if rc != 2 || !strings.Contains(out, "is locked by a running replica; retry, or pass --wait") {
+		t.Fatalf("cursor reset while the row is locked exited %d:\n%s", rc, out)
+	}
+	if c := cursorBlock(t, pool); c != final {
+		t.Fatalf("a refused reset moved the cursor to %d", c)
+	}
 
 	// The operator resets the cursor below the fork; the poller resumes on
 	// the new branch.
-	out, rc := runPoller(t, env, "cursor", "reset", "--to", "79", "--reason", "reorg below finality")
+	out, rc = runPoller(t, env, "cursor", "reset", "--to", "79", "--reason", "reorg below finality")
 	if rc != 0 || !strings.Contains(out, "moved from") {
 		t.Fatalf("cursor reset exited %d:\n%s", rc, out)
 	}
@@ -280,4 +306,27 @@ func TestReorgAboveTheTargetChangesNothing(t *testing.T) {
 			t.Fatalf("burn %s of an orphaned block was credited", d)
 		}
 	}
+}
+
+// assertViolationLogged finds the finality-violation log line and checks
+// that it names the cursor block, the committed hash and the chain's hash.
+func assertViolationLogged(t *testing.T, logs string, block int64, committed, onChain string) {
+	t.Helper()
+	for line := range strings.Lines(logs) {
+		var rec struct {
+			Msg       string `json:"msg"`
+			Block     int64  `json:"block"`
+			Committed string `json:"committed_hash"`
+			Chain     string `json:"chain_hash"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || !strings.HasPrefix(rec.Msg, "finality violation") {
+			continue
+		}
+		if rec.Block != block || rec.Committed != committed || rec.Chain != onChain || committed == onChain {
+			t.Fatalf("violation logged as block %d, committed %s, chain %s; want block %d, committed %s, chain %s",
+				rec.Block, rec.Committed, rec.Chain, block, committed, onChain)
+		}
+		return
+	}
+	t.Fatalf("no finality violation log line in:\n%s", logs)
 }
