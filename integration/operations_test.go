@@ -90,6 +90,37 @@ func backfillCursor(t *testing.T, pool *pgxpool.Pool) int64 {
 	return n
 }
 
+// TestBackfillThatCannotFinishExitsOne: a node whose every reply with logs
+// is inconsistent makes each chunk with burns fail; after its attempts the
+// backfill gives up with exit 1 and a summary that says it is incomplete,
+// having committed only what it verified.
+func TestBackfillThatCannotFinishExitsOne(t *testing.T) {
+	t.Parallel()
+	r := newFaultRun(t, 1)
+	to := waitFinalized(t, r.info.RPCURL, r.lastBurn)
+	r.proxies[0].Set(func(f *rpcfault.Faults) { f.CorruptHashes = 1 << 30 })
+	env := pollerEnv(r.dbURL, r.proxies[0].URL, r.info, r.addr)
+	p := startProc(t, "backfill", env, "poller", "backfill", "--from", "0", "--to", fmt.Sprint(to))
+	if code := p.wait(t, 3*time.Minute); code != 1 {
+		t.Fatalf("backfill exited %d, want 1", code)
+	}
+	s := summaryOf(t, p.out.String())
+	if s.Complete || s.Done >= s.Total || !strings.Contains(s.Error, "giving up after 8 failed attempts") {
+		t.Fatalf("summary = %+v", s)
+	}
+	if r.proxies[0].Stats().CorruptedLogs == 0 {
+		t.Fatal("no reply was corrupted; the test proves nothing")
+	}
+	if c := backfillCursor(t, r.pool); c >= 0 {
+		assertLedgerEqualsChain(t, r.pool, r.info.RPCURL, r.info.BurnContract, uint64(c))
+	} else if n := countPayments(t, r.pool); n != 0 {
+		t.Fatalf("%d payments without a backfill cursor past -1", n)
+	}
+	if n := countPayments(t, r.pool); n >= 36 {
+		t.Fatalf("%d payments recorded from corrupted replies", n)
+	}
+}
+
 func TestBackfillKilledResumesWithoutGapOrDouble(t *testing.T) {
 	t.Parallel()
 	r := newFaultRun(t, 1)
