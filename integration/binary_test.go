@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/internal/pgtest"
+	"github.com/burnpoller/burnpoller/internal/tcpfault"
 )
 
 func runPoller(t *testing.T, env []string, args ...string) (string, int) {
@@ -187,4 +188,48 @@ func TestNewHeadsWakeThePoller(t *testing.T) {
 	}
 	p2.signal(syscall.SIGTERM)
 	p2.wait(t, 15*time.Second)
+}
+
+// TestNewHeadsSubscriptionDropsMidRun: the WebSocket connection is cut while
+// the replica runs and the network to it stays down. The replica says so,
+// keeps following the chain by polling, and resubscribes once the network
+// is back.
+func TestNewHeadsSubscriptionDropsMidRun(t *testing.T) {
+	t.Parallel()
+	_, info := startDevchain(t, "--block-time", "100ms", "--burn-rate", "5")
+	ws, err := tcpfault.Start(strings.TrimPrefix(info.WSURL, "ws://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	pool, dbURL := pgtest.NewPool(t)
+	addr := freeAddr(t)
+	p := startProc(t, "poller", pollerEnv(dbURL, info.RPCURL, info, addr, "POLL_INTERVAL=500ms", "RPC_WS_URL=ws://"+ws.Addr()), "poller")
+	up := func() float64 { v, _ := scrape(addr, "burnpoller_head_subscription_up"); return v }
+	waitFor(t, time.Minute, "the subscription up", func() bool { return up() == 1 })
+	// Following the chain (finalized every 32 blocks), not catching up.
+	waitFor(t, time.Minute, "the cursor following the chain", func() bool { return cursorBlock(t, pool) >= 96 })
+
+	// Cut the connection; new ones hang, as across a broken network.
+	ws.Partition(true)
+	ws.DropAll()
+	waitFor(t, time.Minute, "the subscription reported down", func() bool { return up() == 0 })
+	waitFor(t, 30*time.Second, "a log line saying so", func() bool {
+		return strings.Contains(p.out.String(), "newHeads subscription down; polling until it is back")
+	})
+	at := cursorBlock(t, pool)
+	cut := time.Now()
+	waitFor(t, 2*time.Minute, "polling to carry the cursor along", func() bool { return cursorBlock(t, pool) >= at+64 })
+	t.Logf("cursor %d -> %d in %s with the subscription down", at, cursorBlock(t, pool), time.Since(cut))
+	if v := up(); v != 0 {
+		t.Fatalf("burnpoller_head_subscription_up = %v while the network to the WebSocket is down", v)
+	}
+
+	ws.Partition(false)
+	waitFor(t, 2*time.Minute, "the subscription back", func() bool { return up() == 1 })
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	assertLedgerEqualsChain(t, pool, info.RPCURL, info.BurnContract, uint64(cursorBlock(t, pool)))
 }
