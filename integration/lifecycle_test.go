@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -41,6 +42,8 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 		setup func(t *testing.T, r *faultRun)
 		// until waits for the phase; it returns once the replica is in it.
 		until func(t *testing.T, r *faultRun)
+		// sig is the signal sent; SIGTERM unless set.
+		sig syscall.Signal
 		// expect is what the in-flight transaction must have done: "advance"
 		// (it finished and committed a range), "rollback" (nothing moved),
 		// or "" (either, as long as the ledger is intact).
@@ -72,7 +75,8 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 			expect: "rollback",
 		},
 		{
-			name: "holding the lock before eth_getLogs",
+			name: "holding the lock before eth_getLogs (SIGINT)",
+			sig:  syscall.SIGINT,
 			setup: func(t *testing.T, r *faultRun) {
 				// Below RPC_TIMEOUT (1s), so the target call succeeds, slowly.
 				r.proxies[0].Set(func(f *rpcfault.Faults) { f.DelayTarget = 700 * time.Millisecond })
@@ -125,16 +129,17 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 			r.startPoller(append([]string{fmt.Sprintf("SHUTDOWN_TIMEOUT=%s", shutdown)}, tt.env...)...)
 			tt.until(t, r)
 			before := cursorBlock(t, r.pool)
+			sig := cmp.Or(tt.sig, syscall.SIGTERM)
 			start := time.Now()
-			r.poller.signal(syscall.SIGTERM)
+			r.poller.signal(sig)
 			if code := r.poller.wait(t, 2*shutdown); code != 0 {
-				t.Fatalf("exit %d after SIGTERM", code)
+				t.Fatalf("exit %d after %s", code, sig)
 			}
 			took := time.Since(start)
 			if took > shutdown {
-				t.Fatalf("exited %s after SIGTERM, more than SHUTDOWN_TIMEOUT %s", took, shutdown)
+				t.Fatalf("exited %s after %s, more than SHUTDOWN_TIMEOUT %s", took, sig, shutdown)
 			}
-			t.Logf("exited 0 %s after SIGTERM", took.Round(time.Millisecond))
+			t.Logf("exited 0 %s after %s", took.Round(time.Millisecond), sig)
 			after := cursorBlock(t, r.pool)
 			if tt.expect == "advance" && after <= before {
 				t.Fatalf("the in-flight transaction did not finish: cursor %d, was %d", after, before)
@@ -148,6 +153,47 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 				t.Fatalf("%d payments without a cursor", n)
 			}
 		})
+	}
+}
+
+// TestSecondSignalExitsAtOnce: a second signal during a slow shutdown ends
+// the process at once with exit 1; the transaction in flight never commits.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	t.Parallel()
+	r := newFaultRun(t, 1)
+	r.startPoller("PAYMENT_HOOK_SQL=SELECT pg_sleep(30), $1::bigint", "TX_TIMEOUT=60s", "SHUTDOWN_TIMEOUT=30s")
+	waitActivity(t, r, "pg_sleep(30)")
+	before := cursorBlock(t, r.pool)
+	r.poller.signal(syscall.SIGTERM)
+	waitFor(t, 10*time.Second, "the first signal noted", func() bool {
+		return strings.Contains(r.poller.out.String(), "signal received; stopping")
+	})
+	start := time.Now()
+	r.poller.signal(syscall.SIGINT)
+	if code := r.poller.wait(t, 10*time.Second); code != 1 {
+		t.Fatalf("exit %d after a second signal, want 1", code)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("exited %s after the second signal; want at once", took)
+	}
+	if !strings.Contains(r.poller.out.String(), "second signal; exiting now") {
+		t.Fatal("no log line for the second signal")
+	}
+	// The process is gone, so its transaction can never commit; its backend
+	// sleeps on until Postgres notices. End it, then check nothing moved.
+	if _, err := r.pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = 'burnpoller'`); err != nil {
+		t.Fatal(err)
+	}
+	if after := cursorBlock(t, r.pool); after != before {
+		t.Fatalf("cursor moved from %d to %d", before, after)
+	}
+	if before < 0 {
+		if n := countPayments(t, r.pool); n != 0 {
+			t.Fatalf("%d payments without a cursor", n)
+		}
+	} else {
+		assertLedgerEqualsChain(t, r.pool, r.info.RPCURL, r.info.BurnContract, uint64(before))
 	}
 }
 
