@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/burnpoller/burnpoller/probe"
 )
@@ -16,22 +15,7 @@ import (
 func serve(t *testing.T, live func() error, checks []probe.Check) string {
 	t.Helper()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "burnpoller_up 1\n") })
-	srv, err := probe.Listen("127.0.0.1:0", probe.Handler(live, checks, metrics))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("second Stop: %v", err)
-		}
-	})
-	return "http://" + srv.Addr().String()
+	return "http://" + serveHandler(t, probe.Handler(live, checks, metrics))
 }
 
 func get(t *testing.T, method, url string) (int, string) {

@@ -28,7 +28,8 @@ const (
 )
 
 // serveHandler starts a probe server for h on a loopback port and returns
-// its address (host:port).
+// its address (host:port); at the end it stops it, twice (the second Stop
+// must be harmless).
 func serveHandler(t *testing.T, h http.Handler) string {
 	t.Helper()
 	srv, err := probe.Listen("127.0.0.1:0", h)
@@ -41,6 +42,9 @@ func serveHandler(t *testing.T, h http.Handler) string {
 		defer cancel()
 		if err := srv.Stop(ctx); err != nil {
 			t.Error(err)
+		}
+		if err := srv.Stop(ctx); err != nil {
+			t.Errorf("second Stop: %v", err)
 		}
 	})
 	return srv.Addr().String()
