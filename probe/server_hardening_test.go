@@ -232,17 +232,7 @@ func TestRequestBodyLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// A fresh transport per case, so that a connection closed by one
-			// case is not reused by another.
-			tr := &http.Transport{}
-			t.Cleanup(tr.CloseIdleConnections)
-			resp, err := (&http.Client{Transport: tr}).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			_, _ = io.Copy(io.Discard, resp.Body)
-
+			resp := roundTrip(t, req)
 			if resp.StatusCode != tt.wantCode {
 				t.Errorf("status = %d, want %d", resp.StatusCode, tt.wantCode)
 			}
@@ -277,12 +267,7 @@ func TestNonGetMethodsAreRejected(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				_, _ = io.Copy(io.Discard, resp.Body)
+				resp := roundTrip(t, req)
 				if resp.StatusCode != http.StatusMethodNotAllowed {
 					t.Errorf("status = %d, want 405", resp.StatusCode)
 				}
@@ -319,19 +304,27 @@ func TestRequestHeaderSizeLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Header.Set("X-Pad", strings.Repeat("a", tt.size))
-			tr := &http.Transport{}
-			t.Cleanup(tr.CloseIdleConnections)
-			resp, err := (&http.Client{Transport: tr}).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			_, _ = io.Copy(io.Discard, resp.Body)
-			if resp.StatusCode != tt.wantCode {
+			if resp := roundTrip(t, req); resp.StatusCode != tt.wantCode {
 				t.Errorf("status = %d, want %d", resp.StatusCode, tt.wantCode)
 			}
 		})
 	}
+}
+
+// roundTrip sends req on a transport of its own, so that a connection one
+// case gets closed is never reused by another, and returns the reply with
+// its body read and closed.
+func roundTrip(t *testing.T, req *http.Request) *http.Response {
+	t.Helper()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp
 }
 
 func mustWrite(t *testing.T, c net.Conn, s string) {
