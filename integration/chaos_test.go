@@ -391,13 +391,7 @@ func TestChaos(t *testing.T) {
 // long here (eth_getLogs was delayed 1.2 s, but the delay is off by now).
 func frozenInTransaction(t *testing.T, pool *pgxpool.Pool) bool {
 	t.Helper()
-	var n int
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND application_name = 'burnpoller'
-		AND state = 'idle in transaction' AND state_change < now() - interval '400 ms'`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n > 0
+	return pollerSessions(t, pool, `state = 'idle in transaction' AND state_change < now() - interval '400 ms'`) > 0
 }
 
 func (iv *invariants) lastCursor() int64 {

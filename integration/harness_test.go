@@ -197,6 +197,20 @@ func startDevchain(t *testing.T, args ...string) (*proc, devchain.Info) {
 	return nil, devchain.Info{}
 }
 
+// pollerSessions counts the sessions of burnpoller processes (application
+// name burnpoller) in this test's own database that match cond, a condition
+// on pg_stat_activity with $1… taken from args. Other tests' databases on
+// the same server do not count.
+func pollerSessions(t *testing.T, pool *pgxpool.Pool, cond string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = 'burnpoller' AND `+cond, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	addr, err := pgtest.FreeAddr()

@@ -21,11 +21,7 @@ import (
 func waitActivity(t *testing.T, r *faultRun, fragment string) {
 	t.Helper()
 	waitFor(t, time.Minute, "the poller in: "+fragment, func() bool {
-		var n int
-		err := r.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND application_name = 'burnpoller'
-			AND state = 'active' AND query ILIKE '%' || $1 || '%'`, fragment).Scan(&n)
-		return err == nil && n > 0
+		return pollerSessions(t, r.pool, `state = 'active' AND query ILIKE '%' || $1 || '%'`, fragment) > 0
 	})
 }
 

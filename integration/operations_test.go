@@ -112,13 +112,13 @@ func TestBackfillThatCannotFinishExitsOne(t *testing.T) {
 	if r.proxies[0].Stats().CorruptedLogs == 0 {
 		t.Fatal("no reply was corrupted; the test proves nothing")
 	}
+	// Every reply carrying logs was corrupted, so nothing was credited; the
+	// cursor moved only over blocks without burns.
+	if n := countPayments(t, r.pool); n != 0 {
+		t.Fatalf("%d payments recorded from corrupted replies", n)
+	}
 	if c := backfillCursor(t, r.pool); c >= 0 {
 		assertLedgerEqualsChain(t, r.pool, r.info.RPCURL, r.info.BurnContract, uint64(c))
-	} else if n := countPayments(t, r.pool); n != 0 {
-		t.Fatalf("%d payments without a backfill cursor past -1", n)
-	}
-	if n := countPayments(t, r.pool); n >= 36 {
-		t.Fatalf("%d payments recorded from corrupted replies", n)
 	}
 }
 
@@ -484,12 +484,7 @@ func TestTailPrintsEveryPaymentOnce(t *testing.T) {
 		t.Fatalf("migrate exited %d:\n%s", code, out)
 	}
 	tail := startProc(t, "tail", env, "poller", "tail", "--json")
-	waitFor(t, time.Minute, "tail listening", func() bool {
-		var n int
-		err := r.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND query ILIKE 'LISTEN %'`).Scan(&n)
-		return err == nil && n > 0
-	})
+	waitFor(t, time.Minute, "tail listening", func() bool { return pollerSessions(t, r.pool, `query ILIKE 'LISTEN %'`) > 0 })
 	r.startPoller("MAX_BLOCK_RANGE=3")
 	r.caughtUp(2 * time.Minute)
 	r.finish(time.Minute)
