@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -49,10 +51,21 @@ type Header struct {
 	Time       uint64
 }
 
+// The results an Observer sees besides the error classes.
+const (
+	// ResultOK: the node answered.
+	ResultOK = "ok"
+	// ResultCanceled: the caller gave up on the call (its ctx ended), which
+	// says nothing about the node. The request timeout (Options.Timeout)
+	// firing is not this but a ClassTransient failure.
+	ResultCanceled = "canceled"
+)
+
 // Observer receives what the chain layer sees; poller.Metrics is the real one.
 type Observer interface {
-	// RPC is called once per JSON-RPC method call with its result ("ok" or a
-	// Class); calls in one batch share the batch's duration.
+	// RPC is called once per JSON-RPC method call with its result
+	// (ResultOK, ResultCanceled or a Class); calls in one batch share the
+	// batch's duration.
 	RPC(endpoint, method, result string, took time.Duration)
 	// BadReply is called when a reply that arrived fine fails validation.
 	BadReply(endpoint, method string)
@@ -68,7 +81,8 @@ func (nopObserver) Active(string)                             {}
 
 // Options tune a Client.
 type Options struct {
-	// Timeout bounds every request; zero means 10 seconds.
+	// Timeout bounds every request, and the WebSocket dial made on first
+	// use; zero means 10 seconds.
 	Timeout time.Duration
 	// Observer, if set, sees every call.
 	Observer Observer
@@ -81,14 +95,26 @@ type Options struct {
 // Client is a JSON-RPC client for one node endpoint. It is safe for
 // concurrent use.
 type Client struct {
-	rpc     *rpc.Client
 	rawURL  string
 	display string
 	opts    Options
+	// wsOpts configure a WebSocket endpoint's connection, made on first use.
+	wsOpts []rpc.ClientOption
+
+	dialing chan struct{} // a token held while dialling: one dial at a time
+	mu      sync.Mutex
+	rpc     *rpc.Client // nil until a WebSocket endpoint is first dialled
+	closed  bool
 }
 
-// Dial prepares a client for rawURL (http, https, ws or wss). For HTTP no
-// connection is made until the first call.
+// errClosed is the error of a call on a closed Client.
+var errClosed = errors.New("client closed")
+
+// Dial prepares a client for rawURL (http, https, ws or wss). No connection
+// is made until the first call: an unreachable endpoint does not fail Dial,
+// only the calls made through it. A WebSocket endpoint is dialled on first
+// use within Options.Timeout, and again by the next call whenever its
+// connection is lost. Dial fails on a malformed URL or an unknown scheme.
 func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
@@ -103,16 +129,83 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
 		opts.MaxResponseBytes = MaxResponseBytes
 	}
 	display := RedactURL(rawURL)
-	httpClient := &http.Client{Transport: retryAfterTransport{base: http.DefaultTransport, limit: opts.MaxResponseBytes}}
-	c, err := rpc.DialOptions(ctx, rawURL, rpc.WithHTTPClient(httpClient))
+	c := &Client{rawURL: rawURL, display: display, opts: opts, dialing: make(chan struct{}, 1)}
+	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil {
 		return nil, fmt.Errorf("dialing node %s: %w", display, redactError(err, rawURL, display))
 	}
-	return &Client{rpc: c, rawURL: rawURL, display: display, opts: opts}, nil
+	if u.Scheme == "ws" || u.Scheme == "wss" {
+		if u.Host == "" {
+			return nil, fmt.Errorf("dialing node %s: no host in the URL", display)
+		}
+		// The same cap on a reply as over HTTP (go-ethereum's default is 32 MiB).
+		c.wsOpts = []rpc.ClientOption{rpc.WithWebsocketMessageSizeLimit(opts.MaxResponseBytes)}
+		return c, nil
+	}
+	// Over HTTP, go-ethereum connects per request: this makes no connection.
+	httpClient := &http.Client{Transport: retryAfterTransport{base: http.DefaultTransport, limit: opts.MaxResponseBytes}}
+	r, err := rpc.DialOptions(ctx, rawURL, rpc.WithHTTPClient(httpClient))
+	if err != nil {
+		return nil, fmt.Errorf("dialing node %s: %w", display, redactError(err, rawURL, display))
+	}
+	c.rpc = r
+	return c, nil
+}
+
+// conn returns the client's connection, dialling it first if it is a
+// WebSocket endpoint not dialled yet; ctx bounds the dial.
+func (c *Client) conn(ctx context.Context) (*rpc.Client, error) {
+	c.mu.Lock()
+	r, closed := c.rpc, c.closed
+	c.mu.Unlock()
+	switch {
+	case r != nil:
+		return r, nil
+	case closed:
+		return nil, errClosed
+	}
+	select {
+	case c.dialing <- struct{}{}:
+		defer func() { <-c.dialing }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	c.mu.Lock()
+	r, closed = c.rpc, c.closed
+	c.mu.Unlock()
+	switch {
+	case r != nil:
+		return r, nil
+	case closed:
+		return nil, errClosed
+	}
+	r, err := rpc.DialOptions(ctx, c.rawURL, c.wsOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("dialing: %w", err)
+	}
+	c.mu.Lock()
+	closed = c.closed
+	if !closed {
+		c.rpc = r
+	}
+	c.mu.Unlock()
+	if closed {
+		r.Close()
+		return nil, errClosed
+	}
+	return r, nil
 }
 
 // Close releases the client's connections.
-func (c *Client) Close() { c.rpc.Close() }
+func (c *Client) Close() {
+	c.mu.Lock()
+	r := c.rpc
+	c.closed = true
+	c.mu.Unlock()
+	if r != nil {
+		r.Close()
+	}
+}
 
 // String names the endpoint with any credentials redacted.
 func (c *Client) String() string { return c.display }
@@ -301,16 +394,19 @@ func (c *Client) headers(ctx context.Context, ns []uint64) (map[uint64]Header, e
 }
 
 func (c *Client) call(ctx context.Context, result any, method string, args ...any) error {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	err := c.rpc.CallContext(ctx, result, method, args...)
+	r, err := c.conn(rctx)
+	if err == nil {
+		err = r.CallContext(rctx, result, method, args...)
+	}
 	if err != nil {
-		e := classify(redactError(err, c.rawURL, c.display), c.display, method)
-		c.opts.Observer.RPC(c.display, method, string(e.Class), time.Since(start))
+		res, e := c.failure(ctx, err, method)
+		c.opts.Observer.RPC(c.display, method, res, time.Since(start))
 		return e
 	}
-	c.opts.Observer.RPC(c.display, method, "ok", time.Since(start))
+	c.opts.Observer.RPC(c.display, method, ResultOK, time.Since(start))
 	return nil
 }
 
@@ -318,22 +414,25 @@ func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
 	if len(elems) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	err := c.rpc.BatchCallContext(ctx, elems)
+	r, err := c.conn(rctx)
+	if err == nil {
+		err = r.BatchCallContext(rctx, elems)
+	}
 	took := time.Since(start)
 	if err != nil {
-		e := classify(redactError(err, c.rawURL, c.display), c.display, "batch")
+		res, e := c.failure(ctx, err, "batch")
 		for _, el := range elems {
-			c.opts.Observer.RPC(c.display, el.Method, string(e.Class), took)
+			c.opts.Observer.RPC(c.display, el.Method, res, took)
 		}
 		return e
 	}
 	var first *Error
 	for _, el := range elems {
 		if el.Error == nil {
-			c.opts.Observer.RPC(c.display, el.Method, "ok", took)
+			c.opts.Observer.RPC(c.display, el.Method, ResultOK, took)
 			continue
 		}
 		e := classify(redactError(el.Error, c.rawURL, c.display), c.display, el.Method)
@@ -346,6 +445,18 @@ func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
 		return first
 	}
 	return nil
+}
+
+// failure turns a failed request into the error to return and the result
+// to observe. When the caller's ctx has ended, the node is not at fault:
+// the error wraps ctx's (context.Canceled or context.DeadlineExceeded) and
+// is no *Error. Otherwise, the request timeout included, it is classified.
+func (c *Client) failure(ctx context.Context, err error, method string) (result string, _ error) {
+	if ctx.Err() != nil {
+		return ResultCanceled, fmt.Errorf("%s on %s: %w", method, c.display, ctx.Err())
+	}
+	e := classify(redactError(err, c.rawURL, c.display), c.display, method)
+	return string(e.Class), e
 }
 
 // badReply wraps a validation failure as an *Error of ClassBadReply.

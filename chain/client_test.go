@@ -40,6 +40,12 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(f.reply(raw))
+}
+
+// reply answers one JSON-RPC message, a single request or a batch.
+func (f *fakeNode) reply(raw json.RawMessage) any {
 	answer := func(req rpcReq) map[string]any {
 		f.mu.Lock()
 		f.calls = append(f.calls, req.Method)
@@ -55,7 +61,6 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res}
 	}
-	w.Header().Set("Content-Type", "application/json")
 	if strings.HasPrefix(strings.TrimSpace(string(raw)), "[") {
 		var reqs []rpcReq
 		_ = json.Unmarshal(raw, &reqs)
@@ -63,12 +68,11 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for i, req := range reqs {
 			out[i] = answer(req)
 		}
-		_ = json.NewEncoder(w).Encode(out)
-		return
+		return out
 	}
 	var req rpcReq
 	_ = json.Unmarshal(raw, &req)
-	_ = json.NewEncoder(w).Encode(answer(req))
+	return answer(req)
 }
 
 func startFake(t *testing.T, handle func(string, []json.RawMessage) (any, error)) (*chain.Client, *fakeNode) {

@@ -254,7 +254,10 @@ func (e *Endpoints) Target(ctx context.Context) (Target, error) {
 		tried = append(tried, ep)
 		t, err := ep.c.Target(ctx, e.cfg.Finality, e.cfg.Confirmations)
 		if err != nil {
-			e.fail(ep, err)
+			if ctx.Err() != nil {
+				return Target{}, err // the caller gave up: no endpoint's fault
+			}
+			e.fail(ctx, ep, err)
 			lastErr = err
 			continue
 		}
@@ -285,6 +288,12 @@ func (e *Endpoints) serve(ep *endpoint, t int64) Target {
 	if ep.lastClass != ClassRangeLimit {
 		ep.lastClass = ""
 	}
+	e.activate(ep)
+	return Target{Block: t, Highest: e.highest}
+}
+
+// activate makes ep the serving endpoint; e.mu is held.
+func (e *Endpoints) activate(ep *endpoint) {
 	for i, x := range e.eps {
 		if x == ep && i != e.cur {
 			e.cur = i
@@ -292,21 +301,40 @@ func (e *Endpoints) serve(ep *endpoint, t int64) Target {
 			e.obs.Active(ep.c.String())
 		}
 	}
-	return Target{Block: t, Highest: e.highest}
 }
 
 // BurnRange fetches the burns of contract from block from up to at most
-// maxTo from the serving endpoint, within that endpoint's learned range
-// limit: the returned Range may end before maxTo. A "range too large" reply
-// shrinks the range to the provider's suggestion when smaller, else halves
-// it, and tries again at once; the limit learned grows back slowly after
-// successes. A refusal at a single block gives ErrRangeAtOneBlock.
+// maxTo from a usable endpoint, chosen as Target chooses: the serving one
+// unless it is cooling down after a failure, else the next; never one on
+// another chain, and each one's chain id checked before its first use. The
+// returned Range may end before maxTo: it stays within that endpoint's
+// learned range limit. A "range too large" reply shrinks the range to the
+// provider's suggestion when smaller, else halves it, and tries again at
+// once; the limit learned grows back slowly after successes. A refusal at a
+// single block gives ErrRangeAtOneBlock. Any other failure is returned and
+// hands over: the next call goes to the next endpoint. The range is not
+// asked elsewhere within the call: the caller retries it, after asking for
+// a target again, which the endpoint taking over then proves.
 func (e *Endpoints) BurnRange(ctx context.Context, contract common.Address, from, maxTo uint64) (Range, error) {
 	if from > maxTo {
 		return Range{}, fmt.Errorf("empty range [%d, %d]", from, maxTo)
 	}
+	ep, _, err := e.pick(ctx, nil)
+	if err != nil {
+		return Range{}, err
+	}
+	r, err := e.burnRange(ctx, ep, contract, from, maxTo)
+	if err != nil {
+		return Range{}, err
+	}
 	e.mu.Lock()
-	ep := e.eps[e.cur]
+	e.activate(ep)
+	e.mu.Unlock()
+	return r, nil
+}
+
+func (e *Endpoints) burnRange(ctx context.Context, ep *endpoint, contract common.Address, from, maxTo uint64) (Range, error) {
+	e.mu.Lock()
 	limit := min(ep.limit, e.density)
 	e.mu.Unlock()
 	to := maxTo
@@ -322,7 +350,7 @@ func (e *Endpoints) BurnRange(ctx context.Context, contract common.Address, from
 		}
 		var rpcErr *Error
 		if !errors.As(err, &rpcErr) || rpcErr.Class != ClassRangeLimit {
-			e.fail(ep, err)
+			e.fail(ctx, ep, err)
 			return Range{}, err
 		}
 		span := to - from + 1
@@ -339,7 +367,7 @@ func (e *Endpoints) BurnRange(ctx context.Context, contract common.Address, from
 		}
 		if span == 1 {
 			err = fmt.Errorf("block %d on %s: %w: %w", from, ep.c, ErrRangeAtOneBlock, err)
-			e.fail(ep, err) // another endpoint, if any, takes over
+			e.fail(ctx, ep, err) // another endpoint, if any, takes over
 			e.mu.Lock()
 			ep.stuck = true
 			e.mu.Unlock()
@@ -415,8 +443,13 @@ func (e *Endpoints) succeed(ep *endpoint) {
 	}
 }
 
-// fail records a failed call and hands over to the next endpoint.
-func (e *Endpoints) fail(ep *endpoint, err error) {
+// fail records a failed call and hands over to the next endpoint. A call
+// whose ctx ended failed because the caller gave up, not because of the
+// node: it is not recorded.
+func (e *Endpoints) fail(ctx context.Context, ep *endpoint, err error) {
+	if ctx.Err() != nil {
+		return
+	}
 	class := ClassOf(err)
 	cool := 5 * time.Second
 	switch class {
@@ -425,7 +458,13 @@ func (e *Endpoints) fail(ep *endpoint, err error) {
 	case ClassPermanent:
 		cool = time.Minute
 	case ClassRangeLimit:
-		cool = time.Minute // only a one-block refusal reaches here
+		cool = time.Minute // a one-block refusal
+		if errors.Is(err, ErrResponseTooLarge) && !errors.Is(err, ErrRangeAtOneBlock) {
+			// A reply over the cap outside a log range: over WebSocket,
+			// a call that shared the connection another call's oversized
+			// reply closed.
+			cool = 5 * time.Second
+		}
 	case ClassBadReply:
 		cool = 10 * time.Second
 	}
@@ -462,10 +501,13 @@ func (e *Endpoints) pick(ctx context.Context, skip []*endpoint) (ep *endpoint, r
 	var lastErr error = ErrNoEndpoint
 	for i, ep := range append(readyEps, cooling...) {
 		if err := e.verify(ctx, ep); err != nil {
-			if errors.Is(err, ErrWrongChain) {
+			switch {
+			case ctx.Err() != nil:
+				return nil, false, err // the caller gave up
+			case errors.Is(err, ErrWrongChain):
 				e.log.Error("endpoint serves another chain; not using it", slog.Any("err", err))
-			} else {
-				e.fail(ep, err)
+			default:
+				e.fail(ctx, ep, err)
 			}
 			lastErr = err
 			continue
@@ -475,17 +517,33 @@ func (e *Endpoints) pick(ctx context.Context, skip []*endpoint) (ep *endpoint, r
 	return nil, false, lastErr
 }
 
-// Header returns the canonical header of block n from a usable endpoint.
+// Header returns the canonical header of block n from a usable endpoint,
+// chosen as Target chooses; when one fails, the next is asked.
 func (e *Endpoints) Header(ctx context.Context, n uint64) (Header, error) {
-	ep, _, err := e.pick(ctx, nil)
-	if err != nil {
-		return Header{}, err
+	var (
+		tried   []*endpoint
+		lastErr error
+	)
+	for range e.eps {
+		ep, _, err := e.pick(ctx, tried)
+		if err != nil {
+			if lastErr == nil {
+				lastErr = err
+			}
+			break
+		}
+		tried = append(tried, ep)
+		h, err := ep.c.HeaderByNumber(ctx, n)
+		if err == nil {
+			return h, nil
+		}
+		if ctx.Err() != nil {
+			return Header{}, err
+		}
+		e.fail(ctx, ep, err)
+		lastErr = err
 	}
-	h, err := ep.c.HeaderByNumber(ctx, n)
-	if err != nil {
-		e.fail(ep, err)
-	}
-	return h, err
+	return Header{}, lastErr
 }
 
 // healthTTL is how long a readiness answer is reused, so that frequent
@@ -510,6 +568,9 @@ func (e *Endpoints) Health(ctx context.Context) error {
 		return cached
 	}
 	id, err := ep.c.ChainID(ctx)
+	if err != nil && ctx.Err() != nil {
+		return err // the probe gave up: nothing learnt about the node
+	}
 	var state error
 	switch {
 	case err != nil && ClassOf(err) == ClassPermanent:

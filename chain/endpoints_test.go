@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,9 +37,29 @@ type scriptedNode struct {
 	logsPerBlock int
 	finalTag     error // reply to the "finalized" tag instead of a block
 	spans        [][2]uint64
+	methods      []string // every method asked, in order
+	// stallMethod, when set, holds every call of that method until stall
+	// is closed; stalled is signalled as each one arrives.
+	stallMethod string
+	stall       chan struct{}
+	stalled     chan struct{}
 }
 
 func (n *scriptedNode) handle(method string, params []json.RawMessage) (any, error) {
+	n.mu.Lock()
+	n.methods = append(n.methods, method)
+	stall, stalled := n.stall, n.stalled
+	if method != n.stallMethod {
+		stall = nil
+	}
+	n.mu.Unlock()
+	if stall != nil {
+		select {
+		case stalled <- struct{}{}:
+		default:
+		}
+		<-stall
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.failing {
@@ -99,6 +120,30 @@ func (n *scriptedNode) set(f func(*scriptedNode)) {
 	f(n)
 }
 
+// asked returns every method the node was asked, in order.
+func (n *scriptedNode) asked() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.methods)
+}
+
+// stallOn holds every call of method until the returned release is called
+// (at the latest when the test ends, before its servers close).
+func (n *scriptedNode) stallOn(t *testing.T, method string) (stalled <-chan struct{}, release func()) {
+	t.Helper()
+	stall, arrived := make(chan struct{}), make(chan struct{}, 1)
+	n.set(func(n *scriptedNode) { n.stallMethod, n.stall, n.stalled = method, stall, arrived })
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			n.set(func(n *scriptedNode) { n.stallMethod, n.stall = "", nil })
+			close(stall)
+		})
+	}
+	t.Cleanup(release)
+	return arrived, release
+}
+
 func (n *scriptedNode) requested() [][2]uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -139,14 +184,34 @@ func newEndpoints(t *testing.T, cfg chain.EndpointsConfig, nodes ...*scriptedNod
 // newEndpointsOpts is newEndpoints with chosen client options.
 func newEndpointsOpts(t *testing.T, opts chain.Options, cfg chain.EndpointsConfig, nodes ...*scriptedNode) (*chain.Endpoints, *endpointsObs, []string) {
 	t.Helper()
+	return newEndpointsVia(t, "http", opts, cfg, nodes...)
+}
+
+// newEndpointsVia is newEndpointsOpts with the nodes served over transport,
+// "http" or "ws".
+func newEndpointsVia(t *testing.T, transport string, opts chain.Options, cfg chain.EndpointsConfig, nodes ...*scriptedNode) (*chain.Endpoints, *endpointsObs, []string) {
+	t.Helper()
 	var (
 		clients []*chain.Client
 		urls    []string
 	)
+	obs := &endpointsObs{}
+	if opts.Observer == nil {
+		opts.Observer = obs
+	}
 	for _, n := range nodes {
-		srv := httptest.NewServer(&fakeNode{handle: n.handle})
-		t.Cleanup(srv.Close)
-		c, err := chain.Dial(context.Background(), srv.URL, opts)
+		var url string
+		switch transport {
+		case "http":
+			srv := httptest.NewServer(&fakeNode{handle: n.handle})
+			t.Cleanup(srv.Close)
+			url = srv.URL
+		case "ws":
+			_, url = startWS(t, n.handle)
+		default:
+			t.Fatalf("unknown transport %q", transport)
+		}
+		c, err := chain.Dial(context.Background(), url, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +224,6 @@ func newEndpointsOpts(t *testing.T, opts chain.Options, cfg chain.EndpointsConfi
 	if cfg.Finality == "" {
 		cfg.Finality = chain.FinalityFinalized
 	}
-	obs := &endpointsObs{}
 	e := chain.NewEndpoints(clients, cfg, obs, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(e.Close)
 	return e, obs, urls
@@ -491,31 +555,43 @@ func TestRangesFollowLogDensity(t *testing.T) {
 
 func TestReplyOverTheSizeCapNarrowsTheRange(t *testing.T) {
 	t.Parallel()
-	n := denseNode(10)
-	// A 256 KiB cap stands in for the default 8 MiB, which would take the
-	// fake node seconds to fill under -race. A burn log is 700-odd bytes of
-	// JSON.
-	opts := chain.Options{Timeout: 10 * time.Second, MaxResponseBytes: 256 << 10}
-	e, _, _ := newEndpointsOpts(t, opts, chain.EndpointsConfig{MaxRange: 400, TargetLogs: 500}, n)
-	e.HintDensity(400, 0) // wrongly sparse: the first range is 400 blocks, 4,000 logs
-	ctx := context.Background()
-	if _, err := e.Target(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r, err := e.BurnRange(ctx, contract, 0, 100000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 400 blocks and then 100 are over the cap; 25 blocks (250 logs) are not.
-	if got := r.To.Number + 1; got != 25 || len(r.Burns) != 250 {
-		t.Fatalf("first range: %d blocks, %d logs", got, len(r.Burns))
-	}
-	var spans []uint64
-	for _, s := range n.requested() {
-		spans = append(spans, s[1]-s[0]+1)
-	}
-	if want := []uint64{400, 100, 25}; !slices.Equal(spans, want) {
-		t.Fatalf("asked spans %v, want %v", spans, want)
+	for _, transport := range []string{"http", "ws"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			n := denseNode(10)
+			// A 256 KiB cap stands in for the default 8 MiB, which would take the
+			// fake node seconds to fill under -race. A burn log is 700-odd bytes of
+			// JSON.
+			opts := chain.Options{Timeout: 10 * time.Second, MaxResponseBytes: 256 << 10}
+			e, obs, _ := newEndpointsVia(t, transport, opts, chain.EndpointsConfig{MaxRange: 400, TargetLogs: 500}, n)
+			e.HintDensity(400, 0) // wrongly sparse: the first range is 400 blocks, 4,000 logs
+			ctx := context.Background()
+			if _, err := e.Target(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r, err := e.BurnRange(ctx, contract, 0, 100000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 400 blocks and then 100 are over the cap; 25 blocks (250 logs) are not.
+			if got := r.To.Number + 1; got != 25 || len(r.Burns) != 250 {
+				t.Fatalf("first range: %d blocks, %d logs", got, len(r.Burns))
+			}
+			var spans []uint64
+			for _, s := range n.requested() {
+				spans = append(spans, s[1]-s[0]+1)
+			}
+			if want := []uint64{400, 100, 25}; !slices.Equal(spans, want) {
+				t.Fatalf("asked spans %v, want %v", spans, want)
+			}
+			// The narrowing is no failure of the endpoint: it still serves.
+			if _, err := e.Target(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if len(obs.active) != 0 {
+				t.Fatalf("hand-overs %v, want none", obs.active)
+			}
+		})
 	}
 }
 
@@ -537,5 +613,167 @@ func TestDensityHintFromTheLedger(t *testing.T) {
 	}
 	if reqs := n.requested(); len(reqs) != 1 {
 		t.Fatalf("asked %v; the hint should have avoided any refusal", reqs)
+	}
+}
+
+// BurnRange and Header use an endpoint whose chain id was checked, even
+// when nothing asked for a target before (poller verify --to N): one on
+// another chain is never asked for logs, one down hands over.
+func TestBurnRangeAndHeaderUseAVerifiedEndpoint(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		bad  func(*scriptedNode)
+	}{
+		{"first on another chain", func(n *scriptedNode) { n.chainID = 1 }},
+		{"first down", func(n *scriptedNode) { n.failing = true }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, b := node(200, 100), node(200, 100)
+			a.logsPerBlock, b.logsPerBlock = 1, 1
+			tt.bad(a)
+			e, _, _ := newEndpoints(t, chain.EndpointsConfig{}, a, b)
+			ctx := context.Background()
+			r, err := e.BurnRange(ctx, contract, 90, 93)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.From.Number != 90 || r.To.Number != 93 || len(r.Burns) != 4 {
+				t.Fatalf("range %d..%d with %d burns, want 90..93 with 4", r.From.Number, r.To.Number, len(r.Burns))
+			}
+			if got := b.requested(); fmt.Sprint(got) != "[[90 93]]" {
+				t.Fatalf("good endpoint asked %v, want [[90 93]]", got)
+			}
+			if got := a.asked(); slices.Contains(got, "eth_getLogs") || slices.Contains(got, "eth_getBlockByNumber") {
+				t.Fatalf("bad endpoint asked %v; only eth_chainId may reach it", got)
+			}
+			h, err := e.Header(ctx, 50)
+			if err != nil || h.Hash != hashOf(50) {
+				t.Fatalf("Header = %+v, %v", h, err)
+			}
+			if got := a.asked(); slices.Contains(got, "eth_getBlockByNumber") {
+				t.Fatalf("bad endpoint asked %v for a header", got)
+			}
+		})
+	}
+}
+
+// Header tries the next endpoint when the serving one fails.
+func TestHeaderFailsOver(t *testing.T) {
+	t.Parallel()
+	a, b := node(200, 100), node(200, 100)
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{}, a, b)
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.set(func(n *scriptedNode) { n.failing = true })
+	h, err := e.Header(ctx, 50)
+	if err != nil || h.Hash != hashOf(50) {
+		t.Fatalf("Header = %+v, %v; want block 50 from the second endpoint", h, err)
+	}
+}
+
+// A call the caller cancels is not the node's fault: no failure is counted
+// and the endpoint keeps serving. The request timeout (RPC_TIMEOUT) firing
+// is the node's fault: a transient failure, and the next endpoint takes over.
+func TestCancelledCallIsNotTheNodesFault(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		method   string // the method the slow node holds
+		call     string // Target or BurnRange
+		timeout  time.Duration
+		cancel   bool
+		want     string // the observed calls of the held request
+		handOver bool
+	}{
+		{"caller cancels BurnRange", "eth_getLogs", "BurnRange", 30 * time.Second, true,
+			"eth_getLogs=canceled,eth_getBlockByNumber=canceled,eth_getBlockByNumber=canceled", false},
+		{"caller cancels Target", "eth_getBlockByNumber", "Target", 30 * time.Second, true,
+			"eth_getBlockByNumber=canceled", false},
+		// The held request waits for ever; the timeout is long enough that
+		// the other requests of the test never run into it on a busy machine.
+		{"request timeout fires", "eth_getLogs", "BurnRange", 2 * time.Second, false,
+			"eth_getLogs=transient,eth_getBlockByNumber=transient,eth_getBlockByNumber=transient", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, b := node(200, 100), node(200, 100)
+			e, obs, urls := newEndpointsOpts(t, chain.Options{Timeout: tt.timeout}, chain.EndpointsConfig{}, a, b)
+			bg := context.Background()
+			if got, err := e.Target(bg); err != nil || got.Block != 100 {
+				t.Fatalf("Target = %+v, %v", got, err)
+			}
+			obs.recordingObserver.mu.Lock()
+			before := len(obs.got)
+			obs.recordingObserver.mu.Unlock()
+
+			stalled, release := a.stallOn(t, tt.method)
+			ctx, cancel := context.WithCancel(bg)
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() {
+				var err error
+				if tt.call == "Target" {
+					_, err = e.Target(ctx)
+				} else {
+					_, err = e.BurnRange(ctx, contract, 90, 100)
+				}
+				errc <- err
+			}()
+			if tt.cancel {
+				select {
+				case <-stalled:
+				case <-time.After(30 * time.Second):
+					t.Fatal("the request never reached the node")
+				}
+				cancel()
+			}
+			var err error
+			select {
+			case err = <-errc:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s did not return", tt.call)
+			}
+			switch {
+			case tt.cancel && !errors.Is(err, context.Canceled):
+				t.Fatalf("%s = %v, want context.Canceled", tt.call, err)
+			case !tt.cancel && chain.ClassOf(err) != chain.ClassTransient:
+				t.Fatalf("%s = %v, want a transient error", tt.call, err)
+			}
+			obs.recordingObserver.mu.Lock()
+			observed := strings.Join(obs.got[before:], ",")
+			obs.recordingObserver.mu.Unlock()
+			if observed != tt.want {
+				t.Fatalf("observed %s, want %s", observed, tt.want)
+			}
+			release()
+
+			// The next range: still from a after a cancellation, from b
+			// after a timeout.
+			if _, err := e.BurnRange(bg, contract, 90, 100); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(b.requested()); tt.handOver != (got == 1) || got > 1 {
+				t.Fatalf("b served %d ranges; hand-over wanted: %v", got, tt.handOver)
+			}
+			if !tt.handOver {
+				if got := b.asked(); len(got) != 0 {
+					t.Fatalf("b was asked %v after a cancelled call", got)
+				}
+				if len(obs.active) != 0 {
+					t.Fatalf("hand-overs %v after a cancelled call", obs.active)
+				}
+				if err := e.Health(bg); err != nil {
+					t.Fatalf("Health = %v after a cancelled call", err)
+				}
+			} else if len(obs.active) == 0 || obs.active[len(obs.active)-1] != urls[1] {
+				t.Fatalf("active endpoints %v, want b (%s) last", obs.active, urls[1])
+			}
+		})
 	}
 }

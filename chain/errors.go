@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/rpc"
+	"github.com/gorilla/websocket"
 )
 
 // Class is the kind of a failed call, which decides how the caller retries.
@@ -97,6 +98,12 @@ func classify(err error, endpoint, method string) *Error {
 		return e
 	case errors.Is(err, ErrResponseTooLarge) || strings.Contains(err.Error(), ErrResponseTooLarge.Error()):
 		e.Class = ClassRangeLimit
+		return e
+	case errors.Is(err, websocket.ErrReadLimit):
+		// A WebSocket reply over the cap: the connection is closed, every
+		// call waiting on it gets this error, and the next call dials again.
+		e.Class = ClassRangeLimit
+		e.Err = fmt.Errorf("%w: %w", ErrResponseTooLarge, err)
 		return e
 	case errors.As(err, &httpErr):
 		// The body of a non-2xx reply may still carry a JSON-RPC error.
@@ -198,8 +205,9 @@ func containsAny(s string, subs ...string) bool {
 	return false
 }
 
-// ErrResponseTooLarge means a reply was cut off at MaxResponseBytes: the
-// range asked for holds too many logs to read safely.
+// ErrResponseTooLarge means a reply was cut off at MaxResponseBytes (over
+// HTTP, the body; over WebSocket, the message): the range asked for holds
+// too many logs to read safely.
 var ErrResponseTooLarge = errors.New("reply larger than the response limit")
 
 // MaxResponseBytes is the default cap on a reply body, so that a dense range

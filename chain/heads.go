@@ -14,8 +14,9 @@ import (
 // WatchHeads subscribes to newHeads on the WebSocket endpoint wsURL and,
 // for every new head, signals wake without blocking (a wake already pending
 // is enough). It resubscribes with back-off whenever the subscription drops
-// and reports whether it is up through up; it returns when ctx ends. Polling
-// goes on regardless: the subscription only shortens the wait for news.
+// and reports whether it is up through up; it returns promptly when ctx
+// ends, even if the node has stopped answering. Polling goes on regardless:
+// the subscription only shortens the wait for news.
 func WatchHeads(ctx context.Context, wsURL string, wake chan<- struct{}, up func(bool), log *slog.Logger) {
 	display := RedactURL(wsURL)
 	b := backoff.NewExponentialBackOff()
@@ -51,7 +52,9 @@ func subscribeHeads(ctx context.Context, wsURL string, wake chan<- struct{}, sub
 	if err != nil {
 		return fmt.Errorf("subscribing: %w", err)
 	}
-	defer sub.Unsubscribe()
+	// No Unsubscribe: it waits for the node's answer, up to go-ethereum's
+	// 10 s, and a hung peer would keep WatchHeads past shutdown. The
+	// deferred Close ends the connection, and the subscription with it.
 	subscribed()
 	for {
 		select {
