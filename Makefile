@@ -1,6 +1,10 @@
 # Pinned tool versions: change them here and run `make contracts`.
 GETH_VERSION := v1.17.10
 ABIGEN := go run github.com/ethereum/go-ethereum/cmd/abigen@$(GETH_VERSION)
+# staticcheck, pinned: a newer release may add checks (run `make lint` after
+# changing it).
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
 .PHONY: all build test test-short soak fuzz bench bench-1m bench-micro contracts demo lint compose-check clean
@@ -56,9 +60,13 @@ contracts:
 			--pkg bindings --type $$c --out contracts/bindings/$$pkgfile.go || exit 1; \
 	done
 
+# gofmt, go vet and staticcheck (default checks; generated files such as
+# contracts/bindings are skipped by staticcheck itself).
 lint:
-	test -z "$$(gofmt -l .)"
+	@unformatted=$$(gofmt -l .); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt-ed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	$(STATICCHECK) ./...
 
 compose-check:
 	docker-compose config -q

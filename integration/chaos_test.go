@@ -54,11 +54,7 @@ type chaosCluster struct {
 
 func startChaosCluster(t *testing.T) *chaosCluster {
 	t.Helper()
-	cluster, err := pgtest.StartCluster()
-	if err != nil {
-		t.Skip("no throwaway cluster possible:", err)
-	}
-	t.Cleanup(cluster.Remove)
+	cluster := pgtest.NewCluster(t)
 	dbURL := *cluster.URL()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dbURL.String())

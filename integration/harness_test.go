@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,11 +14,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,14 +30,20 @@ import (
 
 	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/devchain"
+	"github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 )
 
+// binDir holds the binaries TestMain builds: poller and devchain.
 var binDir string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
+		if pgtest.CI() {
+			fmt.Fprintln(os.Stderr, "integration tests do not run in -short mode, and CI=true forbids skipping them")
+			os.Exit(1)
+		}
 		fmt.Println("integration tests skipped in -short mode")
 		os.Exit(0)
 	}
@@ -52,17 +54,11 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	for _, name := range []string{"poller", "devchain"} {
-		args := []string{"build", "-o", filepath.Join(dir, name)}
 		// The poller is built with the race detector when the tests are; the
 		// dev chain is test equipment, mostly go-ethereum, and under the race
 		// detector its log index lags by seconds.
-		if raceEnabled && name == "poller" {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, "./cmd/"+name)...)
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", name, err, out)
+		if _, err := harness.Build(context.Background(), dir, name, raceEnabled && name == "poller"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	}
@@ -72,28 +68,16 @@ func TestMain(m *testing.M) {
 // proc is a running binary whose output is kept for the test log.
 type proc struct {
 	name string
-	cmd  *exec.Cmd
+	p    *harness.Proc
 	out  *syncBuffer
+	// done is closed once the process has exited and err holds what
+	// waiting for it returned.
 	done chan struct{}
 	err  error
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is the output of a process, written by it while a test reads.
+type syncBuffer = harness.Buffer
 
 func startProc(t *testing.T, name string, env []string, bin string, args ...string) *proc {
 	t.Helper()
@@ -105,20 +89,18 @@ func startProc(t *testing.T, name string, env []string, bin string, args ...stri
 func launch(t *testing.T, name string, env []string, stdout io.Writer, bin string, args ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(binDir, bin), args...)
-	// A race-enabled binary sleeps a second before exiting unless told not
-	// to; exit timings are asserted. A race still exits 66.
-	p.cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), env...)
-	p.cmd.Stderr = p.out
-	p.cmd.Stdout = p.out
-	if stdout != nil {
-		p.cmd.Stdout = stdout
+	if stdout == nil {
+		stdout = p.out
 	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
+	// harness.Start sets GORACE=atexit_sleep_ms=0: exit timings are asserted.
+	hp, err := harness.Start(harness.Spec{Name: name, Bin: filepath.Join(binDir, bin), Args: args, Env: env, Stdout: stdout, Stderr: p.out})
+	if err != nil {
+		t.Fatal(err)
 	}
+	p.p = hp
 	go func() {
-		p.err = p.cmd.Wait()
+		<-hp.Done()
+		p.err = hp.Err()
 		close(p.done)
 	}()
 	t.Cleanup(func() {
@@ -131,30 +113,21 @@ func launch(t *testing.T, name string, env []string, stdout io.Writer, bin strin
 	return p
 }
 
+// signal sends s to the process unless it has exited.
 func (p *proc) signal(s syscall.Signal) {
-	select {
-	case <-p.done:
-	default:
-		_ = p.cmd.Process.Signal(s)
-	}
+	_ = p.p.Signal(s)
 }
 
-// wait waits for the process to exit and returns its exit code.
+// wait waits for the process to exit and returns its exit code (-1 if a
+// signal ended it).
 func (p *proc) wait(t *testing.T, timeout time.Duration) int {
 	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		t.Fatalf("%s did not exit within %s", p.name, timeout)
+	code, err := p.p.Wait(timeout)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var exit *exec.ExitError
-	if errors.As(p.err, &exit) {
-		return exit.ExitCode()
-	}
-	if p.err != nil {
-		t.Fatalf("%s: %v", p.name, p.err)
-	}
-	return 0
+	<-p.done
+	return code
 }
 
 func tail(s string, lines int) string {
@@ -211,9 +184,10 @@ func pollerSessions(t *testing.T, pool *pgxpool.Pool, cond string, args ...any) 
 	return n
 }
 
+// freeAddr is a free 127.0.0.1 address for a replica's HTTP server.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	addr, err := pgtest.FreeAddr()
+	addr, err := harness.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,41 +284,18 @@ func (r *rpcRecorder) getLogsRanges() []requestedRange {
 	return slices.Clone(r.ranges)
 }
 
-// pollerEnv is the environment of a replica.
+// pollerEnv is the environment of a replica: the test settings
+// (harness.TestSettings), then extra, where a later K=V wins.
 func pollerEnv(dbURL, rpcURL string, info devchain.Info, httpAddr string, extra ...string) []string {
-	return append([]string{
-		"DATABASE_URL=" + dbURL,
-		"RPC_URL=" + rpcURL,
-		"CHAIN_ID=" + strconv.FormatUint(info.ChainID, 10),
-		"BURN_CONTRACT=" + info.BurnContract.Hex(),
-		"HTTP_ADDR=" + httpAddr,
-		"POLL_INTERVAL=200ms",
-		"MAX_BLOCK_RANGE=16",
-		"LOCK_WAIT=500ms",
-		"TX_TIMEOUT=5s",
-		"RPC_TIMEOUT=3s",
-		"SHUTDOWN_TIMEOUT=5s",
-		"LOG_FORMAT=json",
-		"LOG_LEVEL=info",
-	}, extra...)
+	return harness.PollerEnv(harness.Target{
+		DatabaseURL: dbURL, RPCURL: rpcURL, ChainID: info.ChainID, Contract: info.BurnContract, HTTPAddr: httpAddr,
+	}, append(harness.TestSettings(), extra...)...)
 }
 
 // scrape returns the value of one sample line of a replica's /metrics, or
 // ok=false when the replica does not answer or lacks the sample.
 func scrape(addr, sample string) (float64, bool) {
-	client := http.Client{Timeout: 2 * time.Second}
-	resp, err := client.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(sample) + ` (\S+)$`)
-	m := re.FindSubmatch(body)
-	if m == nil {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(string(m[1]), 64)
+	v, err := harness.Scrape(context.Background(), addr, sample)
 	return v, err == nil
 }
 
@@ -358,14 +309,12 @@ func httpStatus(url string) int {
 	return resp.StatusCode
 }
 
+// waitFor checks cond every 50 ms and fails the test if it does not hold
+// within timeout.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := harness.WaitFor(context.Background(), timeout, what, cond); err != nil {
+		t.Fatal(err)
 	}
 }
 

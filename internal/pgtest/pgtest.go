@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -24,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/burnpoller/burnpoller/db/migrations"
+	"github.com/burnpoller/burnpoller/internal/harness"
 )
 
 // DefaultURL is tried when DATABASE_URL is not set.
@@ -37,10 +36,15 @@ var (
 	findErr error
 )
 
-// Main runs the tests, then each check (a leak check, say) if they passed,
-// and removes a throwaway cluster if one was started. Call it from TestMain.
+// Main runs the tests, drops the binary's template database, then runs
+// each check (a leak check, say) if the tests passed, and removes a
+// throwaway cluster if one was started. Call it from TestMain.
 func Main(m *testing.M, checks ...func() error) {
 	code := m.Run()
+	if err := dropTemplate(); err != nil {
+		fmt.Fprintln(os.Stderr, "after the tests:", err)
+		code = 1
+	}
 	for _, check := range checks {
 		if code != 0 {
 			break
@@ -54,6 +58,14 @@ func Main(m *testing.M, checks ...func() error) {
 		cluster.Remove()
 	}
 	os.Exit(code)
+}
+
+// CI reports whether the tests run in CI (CI=true, or any other true value
+// strconv.ParseBool accepts). There a test must not pass by skipping what it
+// needs: it fails instead.
+func CI() bool {
+	ci, _ := strconv.ParseBool(os.Getenv("CI"))
+	return ci
 }
 
 // ServerURL returns the URL of the server tests use, starting a throwaway
@@ -103,10 +115,38 @@ func answers(u *url.URL) bool {
 }
 
 // NewDatabase creates an empty database for t, dropped when t ends, and
-// returns its URL.
+// returns its URL. Tests that migrate it themselves use it.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
+	return newDatabase(t, ServerURL(t), "")
+}
+
+// NewPool creates a database for t at the schema of the embedded migrations
+// (migrations.Latest), dropped when t ends, and returns a pool on it, closed
+// when t ends, and its URL.
+//
+// The migrations run once per test binary, into a template database built
+// from this binary's embedded migrations; each test's database is a copy of
+// it, so no test pays for migrating.
+func NewPool(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
 	admin := ServerURL(t)
+	dbURL := newDatabase(t, admin, templateFor(t, admin))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, dbURL
+}
+
+// newDatabase creates a database for t, a copy of template ("" for
+// Postgres's default, an empty database), dropped when t ends, and returns
+// its URL.
+func newDatabase(t testing.TB, admin *url.URL, template string) string {
+	t.Helper()
 	name := "burnpoller_test_" + randomHex(6)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -115,7 +155,11 @@ func NewDatabase(t testing.TB) string {
 		t.Fatalf("pgtest: connecting to %s: %v", admin.Redacted(), err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	create := "CREATE DATABASE " + name
+	if template != "" {
+		create += " TEMPLATE " + template
+	}
+	if _, err := conn.Exec(ctx, create); err != nil {
 		t.Fatalf("pgtest: creating database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -136,29 +180,6 @@ func NewDatabase(t testing.TB) string {
 	return u.String()
 }
 
-// NewPool creates a database for t, applies the migrations and returns a
-// pool on it, closed when t ends.
-func NewPool(t testing.TB) (*pgxpool.Pool, string) {
-	t.Helper()
-	dbURL := NewDatabase(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("pgtest: pool: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatalf("pgtest: acquiring: %v", err)
-	}
-	defer conn.Release()
-	if _, err := migrations.Migrate(ctx, conn.Conn()); err != nil {
-		t.Fatalf("pgtest: migrating: %v", err)
-	}
-	return pool, dbURL
-}
-
 // Cluster is a throwaway Postgres cluster in a temporary directory.
 type Cluster struct {
 	dir    string
@@ -167,9 +188,34 @@ type Cluster struct {
 	asUser string // run pg_ctl as this user ("" for the current one)
 }
 
+// NewCluster starts a throwaway cluster for t (see StartCluster), removed
+// when t ends. Where none can be started it skips t, except in CI (see CI):
+// there t fails with the reason, so that a test needing a cluster cannot
+// pass unnoticed by not running.
+func NewCluster(t testing.TB) *Cluster {
+	t.Helper()
+	return clusterOrStop(t, StartCluster)
+}
+
+// clusterOrStop returns the cluster start gives, removed when t ends, or
+// stops t: it fails in CI and skips elsewhere.
+func clusterOrStop(t testing.TB, start func() (*Cluster, error)) *Cluster {
+	t.Helper()
+	c, err := start()
+	if err != nil {
+		if CI() {
+			t.Fatalf("pgtest: no throwaway Postgres cluster, and CI=true forbids skipping: %v", err)
+		}
+		t.Skip("pgtest: no throwaway Postgres cluster possible:", err)
+	}
+	t.Cleanup(c.Remove)
+	return c
+}
+
 // StartCluster initialises and starts a throwaway cluster on a free port.
 // Postgres refuses to run as root, so as root it runs as user postgres.
-func StartCluster() (*Cluster, error) {
+// The caller removes it (Remove); NewCluster does that for a test.
+func StartCluster() (_ *Cluster, err error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -179,6 +225,11 @@ func StartCluster() (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{dir: dir, pgCtl: filepath.Join(bin, "pg_ctl")}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(dir)
+		}
+	}()
 	if os.Geteuid() == 0 {
 		c.asUser = "postgres"
 		u, err := user.Lookup("postgres")
@@ -192,12 +243,13 @@ func StartCluster() (*Cluster, error) {
 		}
 	}
 	if out, err := c.command(filepath.Join(bin, "initdb"), "-D", c.dataDir(), "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+		return nil, fmt.Errorf("initdb: %w: %s", err, out)
 	}
 	if c.port, err = freePort(); err != nil {
 		return nil, err
 	}
 	if err := c.Start(); err != nil {
+		c.Stop()
 		return nil, err
 	}
 	return c, nil
@@ -263,33 +315,9 @@ func freePort() (int, error) {
 }
 
 // FreeAddr finds a free TCP port on 127.0.0.1 for a server that a test
-// starts later (a child process, a restarted cluster). The port lies below
-// Linux's ephemeral range (32768 and up), where listeners on port 0 and
-// outgoing connections take theirs, so nothing else takes it meanwhile; and
-// no port is handed out twice in one test binary.
-func FreeAddr() (*net.TCPAddr, error) {
-	freePorts.Lock()
-	defer freePorts.Unlock()
-	for range 1000 {
-		port := 20000 + mrand.IntN(12000)
-		if freePorts.given[port] {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		freePorts.given[port] = true
-		return l.Addr().(*net.TCPAddr), nil
-	}
-	return nil, errors.New("no free port in 20000-31999")
-}
-
-var freePorts = struct {
-	sync.Mutex
-	given map[int]bool
-}{given: map[int]bool{}}
+// starts later (a child process, a restarted cluster): harness.FreeAddr, so
+// that this package and the process harness never hand out the same port.
+func FreeAddr() (*net.TCPAddr, error) { return harness.FreeAddr() }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/db/migrations"
+	"github.com/burnpoller/burnpoller/devchain"
+)
+
+// endpointsCounter counts the eth_getLogs calls chain.Endpoints makes.
+type endpointsCounter struct{ calls int }
+
+func (c *endpointsCounter) RPC(_, method, _ string, _ time.Duration) {
+	if method == "eth_getLogs" {
+		c.calls++
+	}
+}
+func (*endpointsCounter) BadReply(string, string)   {}
+func (*endpointsCounter) Lagging(string, int64)     {}
+func (*endpointsCounter) RangeLimit(string, uint64) {}
+func (*endpointsCounter) Active(string)             {}
+
+// nodeCeiling reads every burn up to target as the poller does (same
+// endpoint logic, default MAX_BLOCK_RANGE), decodes it and stores nothing
+// but the rows for the Postgres ceiling, which are not timed.
+func nodeCeiling(ctx context.Context, info devchain.Info, target uint64) ([][]any, Rate, error) {
+	counter := &endpointsCounter{}
+	cl, err := chain.Dial(ctx, info.RPCURL, chain.Options{Timeout: time.Minute, Observer: counter})
+	if err != nil {
+		return nil, Rate{}, err
+	}
+	eps := chain.NewEndpoints([]*chain.Client{cl}, chain.EndpointsConfig{
+		ChainID: info.ChainID, Finality: chain.FinalityFinalized, MaxRange: 2000,
+	}, counter, slog.New(slog.DiscardHandler))
+	defer eps.Close()
+	if _, err := eps.Target(ctx); err != nil {
+		return nil, Rate{}, err
+	}
+	var (
+		rows    [][]any
+		elapsed time.Duration
+	)
+	for from := uint64(0); from <= target; {
+		start := time.Now()
+		r, err := eps.BurnRange(ctx, info.BurnContract, from, target)
+		elapsed += time.Since(start)
+		if err != nil {
+			return nil, Rate{}, err
+		}
+		rows = appendRows(rows, info.ChainID, r.Burns)
+		from = r.To.Number + 1
+	}
+	return rows, Rate{Items: len(rows), Seconds: elapsed.Seconds(), PerSec: float64(len(rows)) / elapsed.Seconds(), Calls: counter.calls}, nil
+}
+
+// pgCeiling COPYs the rows into a fresh payments table with its indexes
+// and constraints.
+func pgCeiling(ctx context.Context, admin string, rows [][]any) (Rate, error) {
+	conn, done, err := migratedDB(ctx, admin, "bench_copy")
+	if err != nil {
+		return Rate{}, err
+	}
+	defer done()
+	start := time.Now()
+	// COPY wants numeric amounts as values pgx can encode; decimal text casts.
+	n, err := conn.CopyFrom(ctx, pgx.Identifier{"payments"}, payCols, pgx.CopyFromRows(rows))
+	if err != nil {
+		return Rate{}, err
+	}
+	took := time.Since(start)
+	return Rate{Items: int(n), Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}, nil
+}
+
+// sharedCeiling fetches every burn as nodeCeiling does and COPYs each range
+// into a fresh payments table while the next is fetched: the most node and
+// Postgres can do together on this machine, with no burnpoller in between.
+func sharedCeiling(ctx context.Context, admin string, info devchain.Info, target uint64) (Rate, error) {
+	conn, done, err := migratedDB(ctx, admin, "bench_shared")
+	if err != nil {
+		return Rate{}, err
+	}
+	defer done()
+	cl, err := chain.Dial(ctx, info.RPCURL, chain.Options{Timeout: time.Minute})
+	if err != nil {
+		return Rate{}, err
+	}
+	eps := chain.NewEndpoints([]*chain.Client{cl}, chain.EndpointsConfig{
+		ChainID: info.ChainID, Finality: chain.FinalityFinalized, MaxRange: 2000,
+	}, nil, slog.New(slog.DiscardHandler))
+	defer eps.Close()
+	if _, err := eps.Target(ctx); err != nil {
+		return Rate{}, err
+	}
+	type chunk struct {
+		rows [][]any
+		err  error
+	}
+	chunks := make(chan chunk, 1)
+	start := time.Now()
+	go func() {
+		defer close(chunks)
+		for from := uint64(0); from <= target; {
+			r, err := eps.BurnRange(ctx, info.BurnContract, from, target)
+			if err != nil {
+				chunks <- chunk{err: err}
+				return
+			}
+			chunks <- chunk{rows: appendRows(nil, info.ChainID, r.Burns)}
+			from = r.To.Number + 1
+		}
+	}()
+	total := 0
+	for c := range chunks {
+		if c.err != nil {
+			return Rate{}, c.err
+		}
+		n, err := conn.CopyFrom(ctx, pgx.Identifier{"payments"}, payCols, pgx.CopyFromRows(c.rows))
+		if err != nil {
+			return Rate{}, err
+		}
+		total += int(n)
+	}
+	took := time.Since(start)
+	return Rate{Items: total, Seconds: took.Seconds(), PerSec: float64(total) / took.Seconds()}, nil
+}
+
+// payCols are the payments columns COPY fills.
+var payCols = []string{"chain_id", "contract", "tx_hash", "log_index", "block_number", "block_hash", "payer", "digest", "amount", "burned_at"}
+
+// appendRows appends burns as payments rows, in the order of payCols.
+func appendRows(rows [][]any, chainID uint64, burns []chain.Burn) [][]any {
+	for _, b := range burns {
+		rows = append(rows, []any{int64(chainID), strings.ToLower(b.Contract.Hex()), b.TxHash.Hex(), int32(b.LogIndex),
+			int64(b.BlockNumber), b.BlockHash.Hex(), strings.ToLower(b.Payer.Hex()), b.Digest.Hex(), b.Amount.String(),
+			time.Unix(b.Timestamp, 0).UTC()})
+	}
+	return rows
+}
+
+// migratedDB creates the database name afresh on admin, migrates it and
+// returns a connection to it; done closes the connection and drops the
+// database.
+func migratedDB(ctx context.Context, admin, name string) (*pgx.Conn, func(), error) {
+	dbURL, err := freshDB(ctx, admin, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		dropDB(ctx, admin, name)
+		return nil, nil, err
+	}
+	done := func() {
+		conn.Close(ctx)
+		dropDB(ctx, admin, name)
+	}
+	if _, err := migrations.Migrate(ctx, conn); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return conn, done, nil
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"runtime"
+	"strconv"
+)
+
+// Results is everything the bench measured.
+type Results struct {
+	Machine     string  `json:"machine"`
+	Burns       int     `json:"burns"`
+	Blocks      uint64  `json:"blocks"`
+	SeedSeconds float64 `json:"seed_seconds"`
+	NodeCeiling Rate    `json:"node_ceiling"`
+	PGCeiling   Rate    `json:"postgres_ceiling"`
+	// SharedCeiling is node and Postgres together on this machine: fetch
+	// and COPY pipelined, no burnpoller (they share the same cores).
+	SharedCeiling  Rate     `json:"node_and_postgres_together"`
+	CatchUp1       CatchUp  `json:"catch_up_1_replica"`
+	CatchUp3       CatchUp  `json:"catch_up_3_replicas"`
+	Steady         *Steady  `json:"steady_state,omitempty"`
+	SteadyWS       *Steady  `json:"steady_state_with_newheads,omitempty"`
+	Settings       []string `json:"poller_settings"`
+	GetLogsRatio31 float64  `json:"getlogs_calls_3_vs_1"`
+	// Backfill is `poller backfill --from 0 --to finalized`, one process.
+	Backfill Backfill `json:"backfill_command"`
+	// FailoverBusyMs: three replicas catching up; the busy lock holder is
+	// SIGKILLed; the time until a standby, waiting on the lock, holds it.
+	FailoverBusyMs float64 `json:"failover_under_load_ms"`
+}
+
+// Rate is a count over a time.
+type Rate struct {
+	Items   int     `json:"items"`
+	Seconds float64 `json:"seconds"`
+	PerSec  float64 `json:"per_second"`
+	Calls   int     `json:"calls,omitempty"`
+}
+
+// CatchUp is one catch-up run.
+type CatchUp struct {
+	Replicas        int     `json:"replicas"`
+	Seconds         float64 `json:"seconds"`
+	BurnsPerSec     float64 `json:"burns_per_second"`
+	RatioToCeiling  float64 `json:"ratio_to_min_ceiling"`
+	RatioToShared   float64 `json:"ratio_to_node_and_postgres_together"`
+	FirstCommitSecs float64 `json:"first_commit_seconds"`
+	// FailoverMs: with three replicas, the busy lock holder is SIGKILLed
+	// mid catch-up; the time until another replica commits a range.
+	FailoverMs       float64          `json:"failover_after_sigkill_ms,omitempty"`
+	GetLogsCalls     float64          `json:"eth_getLogs_calls"`
+	RPCCalls         float64          `json:"rpc_calls"`
+	DuplicateInserts float64          `json:"duplicate_insert_attempts"`
+	PeakRSSMiB       map[string]int64 `json:"peak_rss_mib"`
+	Rows             int              `json:"rows"`
+}
+
+// Backfill is the one-shot backfill command over the whole range.
+type Backfill struct {
+	Seconds     float64 `json:"seconds"`
+	BurnsPerSec float64 `json:"burns_per_second"`
+	PeakRSSMiB  int64   `json:"peak_rss_mib"`
+	Rows        int     `json:"rows"`
+	ExitCode    int     `json:"exit_code"`
+}
+
+// Steady is the steady-state phase.
+type Steady struct {
+	Seconds          float64 `json:"seconds"`
+	Rate             float64 `json:"burns_per_second_sent"`
+	Payments         int     `json:"payments"`
+	PollInterval     string  `json:"poll_interval"`
+	LatencyP50Ms     float64 `json:"head_to_row_p50_ms"`
+	LatencyP99Ms     float64 `json:"head_to_row_p99_ms"`
+	LatencyMaxMs     float64 `json:"head_to_row_max_ms"`
+	DuplicateInserts float64 `json:"duplicate_insert_attempts"`
+	GetLogsCalls     float64 `json:"eth_getLogs_calls"`
+	FailoverMs       float64 `json:"failover_after_sigkill_ms"`
+	NewHeads         bool    `json:"newheads_subscription"`
+}
+
+// machine describes the CPUs, memory and Go of this machine.
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m := regexp.MustCompile(`model name\s*:\s*(.+)`).FindSubmatch(b); m != nil {
+			cpu = string(m[1])
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if m := regexp.MustCompile(`MemTotal:\s*(\d+) kB`).FindSubmatch(b); m != nil {
+			kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+			mem = fmt.Sprintf(", %d GiB", kb>>20)
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s)%s, %s/%s, %s", runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
