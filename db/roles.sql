@@ -4,14 +4,24 @@
 --
 -- burnpoller_migrate owns the schema and runs `poller migrate` (DDL).
 -- burnpoller_runtime is what the replicas use, with MIGRATE=false: it may read,
--- insert and update the ledger tables and NOTIFY, and nothing else. Default
--- privileges extend the grants to tables later migrations create.
+-- insert and update the ledger tables and NOTIFY, and nothing else (no DDL,
+-- not even temporary tables). Default privileges extend the grants to tables
+-- later migrations create.
 
 CREATE ROLE burnpoller_migrate LOGIN PASSWORD :migrate_password;
 CREATE ROLE burnpoller_runtime LOGIN PASSWORD :runtime_password;
 
 GRANT CONNECT, TEMPORARY ON DATABASE :"db" TO burnpoller_migrate;
 GRANT CONNECT ON DATABASE :"db" TO burnpoller_runtime;
+
+-- No temporary tables for the runtime role: a temporary table named
+-- payments would shadow the real one for the rest of that session (pg_temp
+-- comes first in the search path). Every database grants TEMPORARY to
+-- PUBLIC by default, so take it from PUBLIC; a role of another application
+-- sharing this database that needs temporary tables gets it back by name
+-- (GRANT TEMPORARY ON DATABASE ... TO that_role).
+REVOKE TEMPORARY ON DATABASE :"db" FROM PUBLIC;
+REVOKE TEMPORARY ON DATABASE :"db" FROM burnpoller_runtime;
 
 -- The migration role creates its tables in public; nobody else may.
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;

@@ -4,6 +4,7 @@ package deploy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
@@ -30,6 +32,7 @@ func knownMetrics(t *testing.T) map[string]bool {
 	m.Lagging("e", 1)
 	m.RangeLimit("e", 1)
 	m.Active("e")
+	reg.MustRegister(poller.NewQueueUsageCollector(func(context.Context) (float64, error) { return 0, nil }, time.Second))
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/internal/rpcfault"
@@ -133,6 +135,25 @@ func TestRuntimeRoleRunsButCannotChangeTheSchema(t *testing.T) {
 		if _, err := rt.Exec(context.Background(), sql); err == nil || !strings.Contains(err.Error(), "42501") && !strings.Contains(err.Error(), "must be owner") {
 			t.Errorf("runtime role: %q = %v, want permission denied", sql, err)
 		}
+	}
+
+	// No temporary tables either: one named payments would shadow the
+	// ledger for the rest of the session.
+	for _, sql := range []string{
+		`CREATE TEMP TABLE payments (id bigint, tx_hash text, amount numeric)`,
+		`CREATE TEMPORARY TABLE scratch AS SELECT 1 AS x`,
+	} {
+		_, err := rt.Exec(context.Background(), sql)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" || !strings.Contains(pgErr.Message, "temporary tables") {
+			t.Errorf("runtime role: %q = %v, want permission denied to create temporary tables (42501)", sql, err)
+		}
+	}
+	var schema string
+	if err := rt.QueryRow(context.Background(), `SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'payments'::regclass`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	} else if schema != "public" {
+		t.Errorf("payments resolves to a table in %q for the runtime role, want the ledger in public", schema)
 	}
 }
 

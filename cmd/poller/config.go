@@ -1,15 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/url"
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -36,9 +39,9 @@ type Config struct {
 	Confirmations   uint64        `envconfig:"CONFIRMATIONS" default:"12" desc:"blocks behind the head when FINALITY=latest (ignored otherwise)"`
 	PollInterval    time.Duration `envconfig:"POLL_INTERVAL" default:"2s" desc:"pause after reaching the target"`
 	MaxBlockRange   uint64        `envconfig:"MAX_BLOCK_RANGE" default:"2000" desc:"most blocks per eth_getLogs call and per transaction"`
-	LockWait        time.Duration `envconfig:"LOCK_WAIT" default:"5s" desc:"how long a standby replica waits for the cursor lock before retrying (lock_timeout)"`
+	LockWait        time.Duration `envconfig:"LOCK_WAIT" derived:"min(5s, TX_TIMEOUT/6)" desc:"how long a standby replica waits for the cursor lock before retrying (lock_timeout); below TX_TIMEOUT"`
 	TxTimeout       time.Duration `envconfig:"TX_TIMEOUT" default:"30s" desc:"bound of one range's transaction, enforced by Postgres (statement and idle-in-transaction timeouts)"`
-	RPCTimeout      time.Duration `envconfig:"RPC_TIMEOUT" default:"10s" desc:"bound of one JSON-RPC request"`
+	RPCTimeout      time.Duration `envconfig:"RPC_TIMEOUT" derived:"min(10s, TX_TIMEOUT/3)" desc:"bound of one JSON-RPC request; at most TX_TIMEOUT"`
 	RescanDepth     uint64        `envconfig:"RESCAN_DEPTH" default:"64" desc:"committed blocks below the cursor re-read now and then to catch burns a node left out (0 disables)"`
 	RescanInterval  time.Duration `envconfig:"RESCAN_INTERVAL" default:"1m" desc:"least time between rescans"`
 	HTTPAddr        string        `envconfig:"HTTP_ADDR" default:":8080" desc:"listen address for /livez, /readyz and /metrics"`
@@ -46,10 +49,12 @@ type Config struct {
 	LogLevel        string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat       string        `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`
 	Migrate         bool          `envconfig:"MIGRATE" default:"true" desc:"apply database migrations at start"`
-	// readOnly makes every database session read-only (verify).
-	readOnly bool `ignored:"true"`
+	AllowHookChange bool          `envconfig:"ALLOW_HOOK_CHANGE" default:"false" desc:"make this replica's PAYMENT_HOOK_SQL the group's hook when it differs from the one the group recorded (otherwise such a replica refuses to start, and running ones with another hook stop writing)"`
+	// lockWaitSet and rpcTimeoutSet say the user set LOCK_WAIT and
+	// RPC_TIMEOUT; otherwise they were derived from TX_TIMEOUT.
+	lockWaitSet, rpcTimeoutSet bool `ignored:"true"`
 
-	PaymentHookSQL string `envconfig:"PAYMENT_HOOK_SQL" desc:"SQL run in the same transaction for each newly inserted payment ($1 id, $2 chain_id, $3 contract, $4 tx_hash, $5 log_index, $6 block_number, $7 block_hash, $8 payer, $9 digest, $10 amount, $11 burned_at)"`
+	PaymentHookSQL string `envconfig:"PAYMENT_HOOK_SQL" secret:"true" desc:"SQL run in the same transaction for each newly inserted payment ($1 id, $2 chain_id, $3 contract, $4 tx_hash, $5 log_index, $6 block_number, $7 block_hash, $8 payer, $9 digest, $10 amount, $11 burned_at)"`
 }
 
 // scope says which variables a subcommand needs.
@@ -104,7 +109,39 @@ func parseEnv() (Config, []string) {
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
+		// A variable that did not parse is unset here: it gets the
+		// derived value, and only its parse problem is reported.
+		cfg.deriveTimeouts(func(key string) bool {
+			_, set := os.LookupEnv(key)
+			return set
+		})
 		return cfg, problems
+	}
+}
+
+// The most LOCK_WAIT and RPC_TIMEOUT are when derived from TX_TIMEOUT.
+const (
+	maxDerivedLockWait   = 5 * time.Second
+	maxDerivedRPCTimeout = 10 * time.Second
+)
+
+// deriveTimeouts fills in LOCK_WAIT and RPC_TIMEOUT when the user did not
+// set them: min(5s, TX_TIMEOUT/6) and min(10s, TX_TIMEOUT/3), whole
+// milliseconds. The client's deadline for a range's transaction is
+// TX_TIMEOUT, and it covers the wait for the cursor lock and the node's
+// calls made under the lock; the defaults keep the proportions of the
+// default TX_TIMEOUT=30s (5s and 10s), so that a full lock wait plus a full
+// RPC call use at most half of any TX_TIMEOUT, leaving the rest for the
+// inserts and a retried call. A longer TX_TIMEOUT keeps 5s and 10s: a
+// longer lock wait only delays a standby's next try, and a longer call only
+// delays the retry on another endpoint.
+func (c *Config) deriveTimeouts(set func(key string) bool) {
+	c.lockWaitSet, c.rpcTimeoutSet = set("LOCK_WAIT"), set("RPC_TIMEOUT")
+	if !c.lockWaitSet {
+		c.LockWait = min(maxDerivedLockWait, (c.TxTimeout / 6).Truncate(time.Millisecond))
+	}
+	if !c.rpcTimeoutSet {
+		c.RPCTimeout = min(maxDerivedRPCTimeout, (c.TxTimeout / 3).Truncate(time.Millisecond))
 	}
 }
 
@@ -193,18 +230,26 @@ func (c *Config) validate(s scope) []string {
 	if c.MaxBlockRange < 1 || c.MaxBlockRange > 1_000_000 {
 		add("MAX_BLOCK_RANGE: %d is not between 1 and 1000000", c.MaxBlockRange)
 	}
-	if c.LockWait < 10*time.Millisecond {
-		add("LOCK_WAIT: %s is less than 10ms", c.LockWait)
-	}
-	if c.TxTimeout < 100*time.Millisecond || c.TxTimeout > time.Hour {
+	// LOCK_WAIT and RPC_TIMEOUT are checked only when the user set them:
+	// derived from a valid TX_TIMEOUT they always fit under it, and derived
+	// from an invalid one they would only repeat the TX_TIMEOUT problem.
+	txValid := c.TxTimeout >= 100*time.Millisecond && c.TxTimeout <= time.Hour
+	if !txValid {
 		add("TX_TIMEOUT: %s is not between 100ms and 1h", c.TxTimeout)
-	} else if c.LockWait >= c.TxTimeout {
-		add("LOCK_WAIT: %s must be less than TX_TIMEOUT (%s)", c.LockWait, c.TxTimeout)
 	}
-	if c.RPCTimeout < 10*time.Millisecond {
-		add("RPC_TIMEOUT: %s is less than 10ms", c.RPCTimeout)
-	} else if c.TxTimeout >= 100*time.Millisecond && c.RPCTimeout > c.TxTimeout {
-		add("RPC_TIMEOUT: %s must not exceed TX_TIMEOUT (%s)", c.RPCTimeout, c.TxTimeout)
+	if c.lockWaitSet {
+		if c.LockWait < 10*time.Millisecond {
+			add("LOCK_WAIT: %s is less than 10ms", c.LockWait)
+		} else if txValid && c.LockWait >= c.TxTimeout {
+			add("LOCK_WAIT: %s must be less than TX_TIMEOUT (%s)", c.LockWait, c.TxTimeout)
+		}
+	}
+	if c.rpcTimeoutSet {
+		if c.RPCTimeout < 10*time.Millisecond {
+			add("RPC_TIMEOUT: %s is less than 10ms", c.RPCTimeout)
+		} else if txValid && c.RPCTimeout > c.TxTimeout {
+			add("RPC_TIMEOUT: %s must not exceed TX_TIMEOUT (%s)", c.RPCTimeout, c.TxTimeout)
+		}
 	}
 	if c.RescanDepth > 100_000 {
 		add("RESCAN_DEPTH: %d is more than 100000", c.RescanDepth)
@@ -283,6 +328,9 @@ func checkListenAddr(addr string) error {
 // printConfig writes every variable with its default, its current value
 // (secrets redacted) and its meaning.
 func printConfig(w io.Writer) error {
+	// The values derived from others, as the loader derives them.
+	resolved, _ := parseEnv()
+	rv := reflect.ValueOf(resolved)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "VARIABLE\tDEFAULT\tVALUE\tMEANING")
 	t := reflect.TypeFor[Config]()
@@ -294,21 +342,22 @@ func printConfig(w io.Writer) error {
 		}
 		value, set := os.LookupEnv(key)
 		switch {
+		case !set && tag.Get("derived") != "":
+			value = fmt.Sprintf("(default) %v", rv.Field(i).Interface())
 		case !set:
 			value = "(default)"
 		case tag.Get("secret") == "true":
 			value = redactSecret(key, value)
 		}
-		def := tag.Get("default")
-		if def == "" {
-			def = "-"
-		}
+		def := cmp.Or(tag.Get("default"), tag.Get("derived"), "-")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", key, def, value, tag.Get("desc"))
 	}
 	return tw.Flush()
 }
 
 // redactSecret shows a secret variable's shape without its secret parts.
+// Any other secret variable (PAYMENT_HOOK_SQL, which may hold a dblink
+// password) shows only that it is set.
 func redactSecret(key, value string) string {
 	switch key {
 	case "RPC_WS_URL":
@@ -325,26 +374,154 @@ func redactSecret(key, value string) string {
 	return "(set, redacted)"
 }
 
-var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
-
-// redactDatabaseURL hides the password of a URL or key=value connection string.
+// redactDatabaseURL shows a connection string as pgx resolves it (hosts,
+// ports, user, database, TLS mode, connect timeout, runtime parameters),
+// written in the form it was given (URL or key=value), with the password
+// replaced by xxxxx. It is rebuilt from the parsed settings rather than
+// edited in place, so no quoting or escaping of the password can leak part
+// of it; a string pgx cannot parse shows nothing at all.
 func redactDatabaseURL(dsn string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "(unparseable, redacted)"
-		}
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-		q := u.Query()
-		for k := range q {
-			if strings.Contains(strings.ToLower(k), "password") {
-				q.Set(k, "xxxxx")
-			}
-		}
-		u.RawQuery = q.Encode()
-		return u.String()
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return "(unparseable, redacted)"
 	}
-	return dsnPassword.ReplaceAllString(dsn, "${1}xxxxx")
+	v := viewDSN(cfg)
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok && (scheme == "postgres" || scheme == "postgresql") {
+		return v.url(scheme)
+	}
+	return v.keywordValue()
+}
+
+// redacted stands for a secret value in output.
+const redacted = "xxxxx"
+
+// dsnView is what a connection string may show.
+type dsnView struct {
+	hosts, ports []string
+	user         string
+	password     bool
+	database     string
+	params       map[string]string // sslmode, connect_timeout and runtime parameters
+}
+
+func viewDSN(cfg *pgconn.Config) dsnView {
+	v := dsnView{user: cfg.User, password: cfg.Password != "", database: cfg.Database, params: map[string]string{}}
+	// Fallbacks repeat a host once per TLS attempt; show each host once.
+	seen := map[string]bool{}
+	addHost := func(host string, port uint16) {
+		p := strconv.Itoa(int(port))
+		if !seen[host+"\x00"+p] {
+			seen[host+"\x00"+p] = true
+			v.hosts, v.ports = append(v.hosts, host), append(v.ports, p)
+		}
+	}
+	addHost(cfg.Host, cfg.Port)
+	for _, f := range cfg.Fallbacks {
+		addHost(f.Host, f.Port)
+	}
+	v.params["sslmode"] = sslMode(cfg)
+	if cfg.ConnectTimeout > 0 {
+		v.params["connect_timeout"] = strconv.Itoa(int(cfg.ConnectTimeout / time.Second))
+	}
+	for k, val := range cfg.RuntimeParams {
+		// An unknown key becomes a runtime parameter: a misspelt
+		// password would be one.
+		if secretLike(k) {
+			val = redacted
+		}
+		v.params[k] = val
+	}
+	return v
+}
+
+// secretLike says a parameter's name suggests a secret (password,
+// pasword, passwd, pwd, secret, token, key).
+func secretLike(name string) bool {
+	name = strings.ToLower(name)
+	for _, part := range []string{"pas", "pw", "secret", "token", "key"} {
+		if strings.Contains(name, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// sslMode names the TLS behaviour pgx derived for the first host: whether
+// it tries TLS, falls back to plain text or the other way round, and how it
+// verifies the server.
+func sslMode(cfg *pgconn.Config) string {
+	var fallback *pgconn.FallbackConfig
+	for _, f := range cfg.Fallbacks {
+		if f.Host == cfg.Host && f.Port == cfg.Port {
+			fallback = f
+			break
+		}
+	}
+	switch t := cfg.TLSConfig; {
+	case t == nil && fallback != nil && fallback.TLSConfig != nil:
+		return "allow"
+	case t == nil:
+		return "disable"
+	case fallback != nil && fallback.TLSConfig == nil:
+		return "prefer"
+	case t.VerifyPeerCertificate != nil:
+		return "verify-ca"
+	case t.InsecureSkipVerify:
+		return "require"
+	default:
+		return "verify-full"
+	}
+}
+
+// url writes v as a postgres:// URL. Hosts that are socket directories go
+// in the query, as a URL's host part cannot hold a path.
+func (v dsnView) url(scheme string) string {
+	u := url.URL{Scheme: scheme, Path: "/" + v.database}
+	switch {
+	case v.user != "" && v.password:
+		u.User = url.UserPassword(v.user, redacted)
+	case v.user != "":
+		u.User = url.User(v.user)
+	}
+	q := url.Values{}
+	for k, val := range v.params {
+		q.Set(k, val)
+	}
+	if slices.ContainsFunc(v.hosts, func(h string) bool { return strings.HasPrefix(h, "/") }) {
+		q.Set("host", strings.Join(v.hosts, ","))
+		q.Set("port", strings.Join(v.ports, ","))
+	} else {
+		addrs := make([]string, len(v.hosts))
+		for i, h := range v.hosts {
+			addrs[i] = net.JoinHostPort(h, v.ports[i])
+		}
+		u.Host = strings.Join(addrs, ",")
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// keywordValue writes v as key=value pairs, quoting values as libpq reads them.
+func (v dsnView) keywordValue() string {
+	pairs := []string{"host=" + quoteDSNValue(strings.Join(v.hosts, ",")), "port=" + quoteDSNValue(strings.Join(v.ports, ","))}
+	if v.user != "" {
+		pairs = append(pairs, "user="+quoteDSNValue(v.user))
+	}
+	if v.password {
+		pairs = append(pairs, "password="+redacted)
+	}
+	if v.database != "" {
+		pairs = append(pairs, "dbname="+quoteDSNValue(v.database))
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.params)) {
+		pairs = append(pairs, quoteDSNValue(k)+"="+quoteDSNValue(v.params[k]))
+	}
+	return strings.Join(pairs, " ")
+}
+
+func quoteDSNValue(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n\r\v\f'\\=") {
+		return s
+	}
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"net/url"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // validEnv is a complete, valid configuration.
@@ -154,42 +156,340 @@ func TestMigrateNeedsOnlyTheDatabase(t *testing.T) {
 	}
 }
 
-func TestRedactDatabaseURL(t *testing.T) {
-	tests := []struct{ give, want string }{
-		{"postgres://burn:s3cret@db:5432/burn", "postgres://burn:xxxxx@db:5432/burn"},
-		{"postgres://burn@db/burn?password=s3cret&sslmode=require", "postgres://burn@db/burn?password=xxxxx&sslmode=require"},
-		{"host=db user=burn password=s3cret dbname=burn", "host=db user=burn password=xxxxx dbname=burn"},
-		{"host=db password='s3 cret' dbname=burn", "host=db password=xxxxx dbname=burn"},
-		{"postgres://db/burn", "postgres://db/burn"},
-		{"postgres://burn@db/burn?sslpassword=s3cret", "postgres://burn@db/burn?sslpassword=xxxxx"},
+// pgEnv clears the variables pgx reads besides the connection string and
+// points the home directory at an empty one (no .pgpass, no client
+// certificates), so a connection string resolves the same everywhere; then
+// it sets env.
+func pgEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	for _, k := range []string{"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE", "PGAPPNAME",
+		"PGCONNECT_TIMEOUT", "PGSSLMODE", "PGSSLKEY", "PGSSLCERT", "PGSSLCERTMODE", "PGSSLSNI", "PGSSLROOTCERT",
+		"PGSSLPASSWORD", "PGSSLNEGOTIATION", "PGTARGETSESSIONATTRS", "PGSERVICE", "PGSERVICEFILE", "PGTZ", "PGOPTIONS",
+		"PGMINPROTOCOLVERSION", "PGMAXPROTOCOLVERSION", "PGCHANNELBINDING", "PGREQUIREAUTH"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
 	}
-	for _, tt := range tests {
-		if got := redactDatabaseURL(tt.give); got != tt.want {
-			t.Errorf("redactDatabaseURL(%q) = %q, want %q", tt.give, got, tt.want)
-		}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("PGUSER", "envuser")
+	for k, v := range env {
+		t.Setenv(k, v)
 	}
 }
 
+// secretForms is every way secret could show: as given, URL-escaped, and
+// each of its space-separated parts.
+func secretForms(secret string) []string {
+	forms := []string{secret, url.QueryEscape(secret), url.PathEscape(secret), url.UserPassword("u", secret).String()[2:]}
+	forms = append(forms, strings.Fields(secret)...)
+	return forms
+}
+
+// TestRedactDatabaseURL shows a connection string as pgx resolves it, in
+// the form it was given, with no trace of the password.
+func TestRedactDatabaseURL(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    string
+		env     map[string]string
+		want    string
+		secrets []string
+	}{
+		{
+			name:    "URL user info",
+			give:    "postgres://burn:s3cretUserInfo@db:5432/burn",
+			want:    "postgres://burn:xxxxx@db:5432/burn?sslmode=prefer",
+			secrets: []string{"s3cretUserInfo"},
+		},
+		{
+			name:    "URL password in the query",
+			give:    "postgres://burn@db/burn?password=s3cretQuery&sslmode=require",
+			want:    "postgres://burn:xxxxx@db:5432/burn?sslmode=require",
+			secrets: []string{"s3cretQuery"},
+		},
+		{
+			name:    "URL password in the query only, no user",
+			give:    "postgresql://db/burn?password=s3cretNoUser",
+			want:    "postgresql://envuser:xxxxx@db:5432/burn?sslmode=prefer",
+			secrets: []string{"s3cretNoUser"},
+		},
+		{
+			name:    "URL percent-encoded password",
+			give:    "postgres://burn:Pct%40Secret%20Two%2Fthree@db/burn",
+			want:    "postgres://burn:xxxxx@db:5432/burn?sslmode=prefer",
+			secrets: []string{"Pct@Secret Two/three", "Pct%40Secret%20Two%2Fthree"},
+		},
+		{
+			name:    "URL several hosts",
+			give:    "postgres://burn:s3cretMulti@db1:5432,db2:5433,[::1]:5434/burn?sslmode=disable&application_name=burnpoller",
+			want:    "postgres://burn:xxxxx@db1:5432,db2:5433,[::1]:5434/burn?application_name=burnpoller&sslmode=disable",
+			secrets: []string{"s3cretMulti"},
+		},
+		{
+			name:    "URL socket directory",
+			give:    "postgres://burn:s3cretSocket@/burn?host=/var/run/postgresql",
+			want:    "postgres://burn:xxxxx@/burn?host=%2Fvar%2Frun%2Fpostgresql&port=5432&sslmode=disable",
+			secrets: []string{"s3cretSocket"},
+		},
+		{
+			name: "URL verification and timeout",
+			give: "postgres://burn@db/burn?sslmode=verify-full&connect_timeout=10",
+			want: "postgres://burn@db:5432/burn?connect_timeout=10&sslmode=verify-full",
+		},
+		{
+			name:    "URL TLS key password",
+			give:    "postgres://burn@db/burn?sslpassword=s3cretTLSKey",
+			want:    "postgres://burn@db:5432/burn?sslmode=prefer",
+			secrets: []string{"s3cretTLSKey"},
+		},
+		{
+			name:    "URL misspelt password key",
+			give:    "postgres://burn@db/burn?passwd=s3cretTypo",
+			want:    "postgres://burn@db:5432/burn?passwd=xxxxx&sslmode=prefer",
+			secrets: []string{"s3cretTypo"},
+		},
+		{
+			name:    "key=value plain",
+			give:    "host=db user=burn password=s3cretPlain dbname=burn",
+			want:    "host=db port=5432 user=burn password=xxxxx dbname=burn sslmode=prefer",
+			secrets: []string{"s3cretPlain"},
+		},
+		{
+			name:    "key=value escaped space",
+			give:    `host=db user=burn password=first\ SECOND dbname=burn`,
+			want:    "host=db port=5432 user=burn password=xxxxx dbname=burn sslmode=prefer",
+			secrets: []string{"first SECOND", `first\ SECOND`},
+		},
+		{
+			name:    "key=value quoted with a space",
+			give:    "host=db user=burn password='alpha beta' dbname=burn",
+			want:    "host=db port=5432 user=burn password=xxxxx dbname=burn sslmode=prefer",
+			secrets: []string{"alpha beta"},
+		},
+		{
+			name:    "key=value quoted with escapes, spaces around =",
+			give:    `host=db user=burn password = 'gam\'ma\\delta' dbname=burn`,
+			want:    "host=db port=5432 user=burn password=xxxxx dbname=burn sslmode=prefer",
+			secrets: []string{`gam'ma\delta`, `gam\'ma`, "gam", "delta"},
+		},
+		{
+			name:    "key=value doubled quote (not libpq syntax)",
+			give:    "host=db user=burn password = 'it''s' dbname=burn",
+			want:    "(unparseable, redacted)",
+			secrets: []string{"it''s", "it's", "'s'"},
+		},
+		{
+			name:    "key=value unterminated quote",
+			give:    "host=db user=burn password='s3cretOpen dbname=burn",
+			want:    "(unparseable, redacted)",
+			secrets: []string{"s3cretOpen"},
+		},
+		{
+			name:    "key=value several hosts and runtime parameters",
+			give:    "host=db1,db2 port=5432,5433 user=burn password=s3cretKV dbname=burn application_name='my app' search_path=ledger sslmode=require",
+			want:    "host=db1,db2 port=5432,5433 user=burn password=xxxxx dbname=burn application_name='my app' search_path=ledger sslmode=require",
+			secrets: []string{"s3cretKV"},
+		},
+		{
+			name:    "key=value misspelt password key",
+			give:    "host=db user=burn pasword=s3cretMisspelt",
+			want:    "host=db port=5432 user=burn pasword=xxxxx sslmode=prefer",
+			secrets: []string{"s3cretMisspelt"},
+		},
+		{
+			name:    "password from PGPASSWORD",
+			give:    "host=db dbname=burn",
+			env:     map[string]string{"PGPASSWORD": "s3cretFromEnv"},
+			want:    "host=db port=5432 user=envuser password=xxxxx dbname=burn sslmode=prefer",
+			secrets: []string{"s3cretFromEnv"},
+		},
+		{
+			name: "no password",
+			give: "postgres://db/burn",
+			want: "postgres://envuser@db:5432/burn?sslmode=prefer",
+		},
+		{
+			name:    "bad port",
+			give:    "postgres://burn:s3cretBadPort@db:notaport/burn",
+			want:    "(unparseable, redacted)",
+			secrets: []string{"s3cretBadPort"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pgEnv(t, tt.env)
+			got := redactDatabaseURL(tt.give)
+			if got != tt.want {
+				t.Errorf("redactDatabaseURL(%q) = %q, want %q", tt.give, got, tt.want)
+			}
+			for _, s := range tt.secrets {
+				for _, form := range secretForms(s) {
+					if strings.Contains(got, form) {
+						t.Errorf("redactDatabaseURL(%q) = %q shows %q of the password", tt.give, got, form)
+					}
+				}
+			}
+		})
+	}
+}
+
+// configRow returns the line of `poller config` output for key.
+func configRow(t *testing.T, out, key string) string {
+	t.Helper()
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, key+" ") {
+			return line
+		}
+	}
+	t.Fatalf("poller config does not list %s:\n%s", key, out)
+	return ""
+}
+
+// TestConfigCommandRedactsSecrets runs `poller config` with passwords in
+// every place they can be and checks none of them shows, while the
+// non-secret parts do.
 func TestConfigCommandRedactsSecrets(t *testing.T) {
-	setEnv(t, with(map[string]string{
-		"DATABASE_URL": "postgres://burn:db-s3cret-pw@127.0.0.1:5432/burn",
-		"RPC_URL":      "https://mainnet.infura.io/v3/0123456789abcdef0123456789abcdef",
-	}))
+	const hook = `INSERT INTO credits SELECT * FROM dblink('host=ledger user=app password=Hook-Pw-31337', 'SELECT 1') AS t(x int) WHERE $1 > 0`
+	tests := []struct {
+		name    string
+		give    map[string]string
+		want    map[string]string // key: text its row must hold
+		secrets []string
+	}{
+		{
+			name: "URL, API key, hook",
+			give: map[string]string{
+				"DATABASE_URL":     "postgres://burn:db-s3cret-pw@127.0.0.1:5432/burn",
+				"RPC_URL":          "https://mainnet.infura.io/v3/0123456789abcdef0123456789abcdef",
+				"PAYMENT_HOOK_SQL": hook,
+			},
+			want: map[string]string{
+				"DATABASE_URL":     "postgres://burn:xxxxx@127.0.0.1:5432/burn?sslmode=prefer",
+				"RPC_URL":          "https://mainnet.infura.io/v3/xxxxx",
+				"PAYMENT_HOOK_SQL": "(set, redacted)",
+			},
+			secrets: []string{"db-s3cret-pw", "0123456789abcdef0123456789abcdef", "Hook-Pw-31337", "dblink", "credits"},
+		},
+		{
+			name: "key=value, escaped space",
+			give: map[string]string{"DATABASE_URL": `host=127.0.0.1 user=burn password=Alpha7\ Bravo9 dbname=burn`},
+			want: map[string]string{
+				"DATABASE_URL":     "host=127.0.0.1 port=5432 user=burn password=xxxxx dbname=burn sslmode=prefer",
+				"PAYMENT_HOOK_SQL": "(default)",
+			},
+			secrets: []string{"Alpha7", "Bravo9"},
+		},
+		{
+			name:    "key=value, quoted",
+			give:    map[string]string{"DATABASE_URL": "host=127.0.0.1 user=burn password='quoted secret' dbname=burn"},
+			want:    map[string]string{"DATABASE_URL": "host=127.0.0.1 port=5432 user=burn password=xxxxx dbname=burn sslmode=prefer"},
+			secrets: []string{"quoted", "secret'"},
+		},
+		{
+			name:    "key=value, doubled quote",
+			give:    map[string]string{"DATABASE_URL": "host=127.0.0.1 user=burn password = 'it''s' dbname=burn"},
+			want:    map[string]string{"DATABASE_URL": "(unparseable, redacted)"},
+			secrets: []string{"it''s", "'s'"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			setEnv(t, with(tt.give))
+			pgEnv(t, nil)
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"config"}, &stdout, &stderr)
+			out := stdout.String() + stderr.String()
+			if wantCode := map[bool]int{true: exitUsage, false: exitOK}[tt.want["DATABASE_URL"] == "(unparseable, redacted)"]; code != wantCode {
+				t.Fatalf("exit %d, want %d: %s", code, wantCode, out)
+			}
+			for _, secret := range tt.secrets {
+				if strings.Contains(out, secret) {
+					t.Errorf("poller config prints %q:\n%s", secret, out)
+				}
+			}
+			for key, want := range tt.want {
+				if row := configRow(t, stdout.String(), key); !strings.Contains(row, " "+want+" ") {
+					t.Errorf("%s row = %q, want it to show %q", key, row, want)
+				}
+			}
+			ct := reflect.TypeFor[Config]()
+			for i := range ct.NumField() {
+				if key := ct.Field(i).Tag.Get("envconfig"); key != "" {
+					configRow(t, stdout.String(), key)
+				}
+			}
+		})
+	}
+}
+
+// TestTimeoutDefaultsFollowTxTimeout: LOCK_WAIT and RPC_TIMEOUT left unset
+// are derived from TX_TIMEOUT and always fit under it; only values the user
+// set are refused.
+func TestTimeoutDefaultsFollowTxTimeout(t *testing.T) {
+	tests := []struct {
+		name         string
+		give         map[string]string
+		wantLockWait time.Duration
+		wantRPC      time.Duration
+		wantProblem  string // the variable the one problem names; "" for none
+	}{
+		{name: "defaults", give: nil, wantLockWait: 5 * time.Second, wantRPC: 10 * time.Second},
+		{name: "TX_TIMEOUT=5s alone", give: map[string]string{"TX_TIMEOUT": "5s"}, wantLockWait: 833 * time.Millisecond, wantRPC: 1666 * time.Millisecond},
+		{name: "TX_TIMEOUT=100ms, the least", give: map[string]string{"TX_TIMEOUT": "100ms"}, wantLockWait: 16 * time.Millisecond, wantRPC: 33 * time.Millisecond},
+		{name: "TX_TIMEOUT=1m keeps the caps", give: map[string]string{"TX_TIMEOUT": "1m"}, wantLockWait: 5 * time.Second, wantRPC: 10 * time.Second},
+		{name: "TX_TIMEOUT=12s", give: map[string]string{"TX_TIMEOUT": "12s"}, wantLockWait: 2 * time.Second, wantRPC: 4 * time.Second},
+		{name: "user LOCK_WAIT under a short TX_TIMEOUT", give: map[string]string{"TX_TIMEOUT": "5s", "LOCK_WAIT": "4s"}, wantLockWait: 4 * time.Second, wantRPC: 1666 * time.Millisecond},
+		{name: "user RPC_TIMEOUT equal to TX_TIMEOUT", give: map[string]string{"TX_TIMEOUT": "5s", "RPC_TIMEOUT": "5s"}, wantLockWait: 833 * time.Millisecond, wantRPC: 5 * time.Second},
+		{name: "user LOCK_WAIT above TX_TIMEOUT", give: map[string]string{"TX_TIMEOUT": "5s", "LOCK_WAIT": "6s"}, wantProblem: "LOCK_WAIT"},
+		{name: "user LOCK_WAIT equal to TX_TIMEOUT", give: map[string]string{"TX_TIMEOUT": "5s", "LOCK_WAIT": "5s"}, wantProblem: "LOCK_WAIT"},
+		{name: "user default LOCK_WAIT under a short TX_TIMEOUT", give: map[string]string{"TX_TIMEOUT": "2s", "LOCK_WAIT": "5s"}, wantProblem: "LOCK_WAIT"},
+		{name: "user RPC_TIMEOUT above TX_TIMEOUT", give: map[string]string{"TX_TIMEOUT": "5s", "RPC_TIMEOUT": "6s"}, wantProblem: "RPC_TIMEOUT"},
+		{name: "user RPC_TIMEOUT too short", give: map[string]string{"RPC_TIMEOUT": "5ms"}, wantProblem: "RPC_TIMEOUT"},
+		{name: "TX_TIMEOUT too short: one problem", give: map[string]string{"TX_TIMEOUT": "10ms"}, wantProblem: "TX_TIMEOUT"},
+		{name: "TX_TIMEOUT too long: one problem", give: map[string]string{"TX_TIMEOUT": "2h"}, wantProblem: "TX_TIMEOUT"},
+		{name: "TX_TIMEOUT unparseable: one problem", give: map[string]string{"TX_TIMEOUT": "soon"}, wantProblem: "TX_TIMEOUT"},
+		{name: "LOCK_WAIT unparseable: one problem", give: map[string]string{"TX_TIMEOUT": "5s", "LOCK_WAIT": "soon"}, wantProblem: "LOCK_WAIT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			setEnv(t, with(tt.give))
+			cfg, problems := loadConfig(scopeRun)
+			if tt.wantProblem != "" {
+				if len(problems) != 1 || !strings.HasPrefix(problems[0], tt.wantProblem+":") {
+					t.Fatalf("problems = %q, want one naming %s", problems, tt.wantProblem)
+				}
+				return
+			}
+			if len(problems) > 0 {
+				t.Fatalf("problems: %q", problems)
+			}
+			if cfg.LockWait != tt.wantLockWait || cfg.RPCTimeout != tt.wantRPC {
+				t.Fatalf("LOCK_WAIT, RPC_TIMEOUT = %s, %s; want %s, %s", cfg.LockWait, cfg.RPCTimeout, tt.wantLockWait, tt.wantRPC)
+			}
+			if cfg.LockWait >= cfg.TxTimeout || cfg.RPCTimeout > cfg.TxTimeout {
+				t.Fatalf("LOCK_WAIT %s, RPC_TIMEOUT %s do not fit under TX_TIMEOUT %s", cfg.LockWait, cfg.RPCTimeout, cfg.TxTimeout)
+			}
+		})
+	}
+}
+
+// TestConfigCommandShowsDerivedDefaults: `poller config` shows the value a
+// derived default takes, and how it is derived.
+func TestConfigCommandShowsDerivedDefaults(t *testing.T) {
+	setEnv(t, with(map[string]string{"TX_TIMEOUT": "5s", "RPC_TIMEOUT": "2s"}))
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"config"}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	out := stdout.String() + stderr.String()
-	for _, secret := range []string{"db-s3cret-pw", "0123456789abcdef0123456789abcdef"} {
-		if strings.Contains(out, secret) {
-			t.Fatalf("poller config prints %q:\n%s", secret, out)
-		}
-	}
-	ct := reflect.TypeFor[Config]()
-	for i := range ct.NumField() {
-		key := ct.Field(i).Tag.Get("envconfig")
-		if key != "" && !strings.Contains(out, key) {
-			t.Errorf("poller config does not list %s", key)
+	for key, want := range map[string][]string{
+		"LOCK_WAIT":   {"min(5s, TX_TIMEOUT/6)", "(default) 833ms"},
+		"RPC_TIMEOUT": {"min(10s, TX_TIMEOUT/3)", " 2s "},
+		"TX_TIMEOUT":  {" 30s ", " 5s "},
+	} {
+		row := configRow(t, stdout.String(), key)
+		for _, w := range want {
+			if !strings.Contains(row, w) {
+				t.Errorf("%s row = %q, want it to show %q", key, row, w)
+			}
 		}
 	}
 }
