@@ -197,11 +197,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 // waits, says so on /readyz, and becomes ready when Postgres returns.
 func TestDatabaseDownAtStart(t *testing.T) {
 	t.Parallel()
-	cluster, err := pgtest.StartCluster()
-	if err != nil {
-		t.Skip("no throwaway cluster possible:", err)
-	}
-	defer cluster.Remove()
+	cluster := pgtest.NewCluster(t)
 	dbURL := *cluster.URL()
 	conn, err := pgx.Connect(context.Background(), dbURL.String())
 	if err != nil {
@@ -288,27 +284,28 @@ func TestEveryBadVariableExitsTwo(t *testing.T) {
 		"BURN_CONTRACT": "0x4b352ded1403ef22eb738f2ef72cef4349648fd9",
 	}
 	bad := map[string]string{
-		"DATABASE_URL":     "postgres://a:b@host:notaport/db",
-		"RPC_URL":          "ftp://node.example",
-		"RPC_WS_URL":       "http://node.example:8546",
-		"CHAIN_ID":         "zero",
-		"BURN_CONTRACT":    "0x1234",
-		"START_BLOCK":      "-1",
-		"CURSOR_ID":        "has space",
-		"FINALITY":         "final",
-		"CONFIRMATIONS":    "ten",
-		"POLL_INTERVAL":    "5",
-		"MAX_BLOCK_RANGE":  "0",
-		"LOCK_WAIT":        "1ms",
-		"TX_TIMEOUT":       "forever",
-		"RPC_TIMEOUT":      "0s",
-		"RESCAN_DEPTH":     "deep",
-		"RESCAN_INTERVAL":  "1ms",
-		"HTTP_ADDR":        "8080",
-		"SHUTDOWN_TIMEOUT": "0s",
-		"LOG_LEVEL":        "loud",
-		"LOG_FORMAT":       "xml",
-		"MIGRATE":          "maybe",
+		"DATABASE_URL":      "postgres://a:b@host:notaport/db",
+		"RPC_URL":           "ftp://node.example",
+		"RPC_WS_URL":        "http://node.example:8546",
+		"CHAIN_ID":          "zero",
+		"BURN_CONTRACT":     "0x1234",
+		"START_BLOCK":       "-1",
+		"CURSOR_ID":         "has space",
+		"FINALITY":          "final",
+		"CONFIRMATIONS":     "ten",
+		"POLL_INTERVAL":     "5",
+		"MAX_BLOCK_RANGE":   "0",
+		"LOCK_WAIT":         "1ms",
+		"TX_TIMEOUT":        "forever",
+		"RPC_TIMEOUT":       "0s",
+		"RESCAN_DEPTH":      "deep",
+		"RESCAN_INTERVAL":   "1ms",
+		"HTTP_ADDR":         "8080",
+		"SHUTDOWN_TIMEOUT":  "0s",
+		"LOG_LEVEL":         "loud",
+		"LOG_FORMAT":        "xml",
+		"MIGRATE":           "maybe",
+		"ALLOW_HOOK_CHANGE": "perhaps",
 	}
 	for key, value := range bad {
 		env := []string{}

@@ -330,3 +330,132 @@ func assertViolationLogged(t *testing.T, logs string, block int64, committed, on
 	}
 	t.Fatalf("no finality violation log line in:\n%s", logs)
 }
+
+// forkKeepingTransactions makes block parent the head and lets the pool
+// re-include the orphaned transactions on the new branch, at new positions.
+func (r *reorgChain) forkKeepingTransactions(parent uint64) {
+	r.t.Helper()
+	h := r.hash(parent)
+	if err := r.c.WithBackend(func(b *simulated.Backend) error { return b.Fork(h) }); err != nil {
+		r.t.Fatal(err)
+	}
+	if got := r.head(); got != parent {
+		r.t.Fatalf("head after fork = %d, want %d", got, parent)
+	}
+	r.mu.Lock()
+	r.paused = false
+	r.mu.Unlock()
+}
+
+// TestReorgUnderABackfillAboveTheLiveCursorLatches: a backfill records
+// blocks above the live cursor; the chain then reorganises below the
+// finalized block and re-includes the backfilled burns at new positions.
+// The live loop, reaching those blocks, must not insert the re-included
+// burns under their new keys (each would be credited twice): it latches a
+// finality violation, commits nothing, logs both sides and stays up.
+func TestReorgUnderABackfillAboveTheLiveCursorLatches(t *testing.T) {
+	chain := startReorgChain(t)
+	info := chain.c.Info()
+	pool, dbURL := pgtest.NewPool(t)
+	addr := freeAddr(t)
+	env := pollerEnv(dbURL, info.RPCURL, info, addr, "POLL_INTERVAL=100ms", "START_BLOCK=40")
+
+	chain.burnUntil(100)
+	chain.pauseAt(100)
+	final := finalizedBlock(t, info.RPCURL)
+	if final < 64 {
+		t.Fatalf("finalized block %d, want at least 64", final)
+	}
+	out, code := runPoller(t, env, "backfill", "--from", "40", "--to", "64")
+	if code != 0 {
+		t.Fatalf("backfill exited %d:\n%s", code, out)
+	}
+	backfilled := tableRows(t, pool)
+	var moved []ledgerRow
+	for _, r := range backfilled {
+		if r.BlockNumber > 50 {
+			moved = append(moved, r)
+		}
+	}
+	if len(moved) == 0 {
+		t.Fatal("no backfilled burn above the fork point; the test would prove nothing")
+	}
+
+	// Reorganise from block 51, below the finalized block, keeping the
+	// transactions: they land on the new branch under new keys.
+	chain.forkKeepingTransactions(50)
+	chain.burnUntil(uint64(final) + 40)
+	reincluded := 0
+	onChain := map[string]ledgerRow{}
+	for _, r := range chainBurns(t, info.RPCURL, info.BurnContract, chain.head()) {
+		onChain[r.TxHash] = r
+	}
+	for _, r := range moved {
+		if c, ok := onChain[r.TxHash]; ok && (c.BlockNumber != r.BlockNumber || c.LogIndex != r.LogIndex) {
+			reincluded++
+		}
+	}
+	if reincluded == 0 {
+		t.Fatal("no backfilled burn was re-included at another position; the test would prove nothing")
+	}
+	waitFinalized(t, info.RPCURL, 96)
+
+	// The live replica starts at block 40 and reaches the backfilled blocks.
+	p := startProc(t, "poller", env, "poller")
+	waitFor(t, time.Minute, "the violation latched", func() bool {
+		v, _ := scrape(addr, "burnpoller_finality_violation")
+		return v == 1
+	})
+	code, body := readyz(addr)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "finality violation at block") {
+		t.Fatalf("/readyz = %d %s", code, body)
+	}
+	// Nothing of the violating range was committed: the ledger is what the
+	// backfill recorded, each burn once.
+	if got := tableRows(t, pool); !slices.Equal(got, backfilled) {
+		t.Fatalf("ledger changed after the violation: %d rows, want the backfill's %d\n%v", len(got), len(backfilled), diffRows(got, backfilled))
+	}
+	if c := cursorBlock(t, pool); c > 50 {
+		t.Fatalf("the live cursor advanced to %d past the reorganised blocks", c)
+	}
+	select {
+	case <-p.done:
+		t.Fatal("the poller exited; it must stay up for inspection")
+	default:
+	}
+	// The log line has both sides: the ledger's row and the chain's.
+	found := false
+	for line := range strings.Lines(p.out.String()) {
+		var rec struct {
+			Msg    string `json:"msg"`
+			Block  int64  `json:"block"`
+			Ledger struct {
+				Tx        string `json:"tx"`
+				LogIndex  uint   `json:"log_index"`
+				Block     int64  `json:"block"`
+				BlockHash string `json:"block_hash"`
+				Amount    string `json:"amount"`
+			} `json:"ledger"`
+			Committed string `json:"committed_hash"`
+			Chain     string `json:"chain_hash"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || !strings.HasPrefix(rec.Msg, "finality violation") {
+			continue
+		}
+		found = true
+		var row *ledgerRow
+		for i := range backfilled {
+			if backfilled[i].TxHash == rec.Ledger.Tx && backfilled[i].LogIndex == rec.Ledger.LogIndex {
+				row = &backfilled[i]
+			}
+		}
+		if row == nil || int64(row.BlockNumber) != rec.Ledger.Block || row.BlockHash != rec.Ledger.BlockHash ||
+			row.Amount != rec.Ledger.Amount || rec.Block != rec.Ledger.Block || rec.Committed != row.BlockHash ||
+			rec.Chain == "" || rec.Chain == rec.Committed {
+			t.Fatalf("violation logged as %+v; want a backfilled row and the chain's other hash", rec)
+		}
+	}
+	if !found {
+		t.Fatalf("no finality violation log line in:\n%s", p.out.String())
+	}
+}

@@ -95,13 +95,14 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// SeedCursor creates cursor id at block if it does not exist yet and returns
-// the cursor as it now stands; an existing cursor is left as it is.
-func (s *Store) SeedCursor(ctx context.Context, id string, block int64) (Cursor, error) {
+// SeedCursor creates cursor id at block, with that block's hash ("" when
+// unknown), if it does not exist yet, and returns the cursor as it now
+// stands; an existing cursor is left as it is.
+func (s *Store) SeedCursor(ctx context.Context, id string, block int64, hash string) (Cursor, error) {
 	_, err := s.pool.Exec(ctx, `
-		INSERT INTO block_cursors (id, last_processed_block, updated_at)
-		VALUES ($1, $2, now())
-		ON CONFLICT (id) DO NOTHING`, id, block)
+		INSERT INTO block_cursors (id, last_processed_block, last_processed_hash, updated_at)
+		VALUES ($1, $2, $3, now())
+		ON CONFLICT (id) DO NOTHING`, id, block, nullable(hash))
 	if err != nil {
 		return Cursor{}, fmt.Errorf("seeding cursor %q: %w", id, interpret(err))
 	}
@@ -142,12 +143,15 @@ func (s *Store) Cursors(ctx context.Context) ([]Cursor, error) {
 type Recorded struct {
 	ID int64
 	Payment
+	// Orphaned is true once an operator's cursor reset found the payment's
+	// block no longer on the canonical chain.
+	Orphaned bool
 }
 
-const recordedColumns = `id, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount::text, burned_at`
+const recordedColumns = `id, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount::text, burned_at, orphaned_at IS NOT NULL`
 
 // PaymentsInBlocks reads the payments of contract on chain chainID in blocks
-// [from, to], in chain order.
+// [from, to], in chain order, orphaned ones included.
 func (s *Store) PaymentsInBlocks(ctx context.Context, chainID uint64, contract string, from, to int64) ([]Recorded, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+recordedColumns+` FROM payments
 		WHERE chain_id = $1 AND contract = $2 AND block_number BETWEEN $3 AND $4
@@ -158,9 +162,9 @@ func (s *Store) PaymentsInBlocks(ctx context.Context, chainID uint64, contract s
 	return scanRecorded(rows)
 }
 
-// PaymentsByKey reads the payments with the given (tx hash, log index) keys,
-// wherever they are.
-func (s *Store) PaymentsByKey(ctx context.Context, txHashes []string, logIndexes []uint32) ([]Recorded, error) {
+// PaymentsByKey reads the payments of chain chainID with the given
+// (tx hash, log index) keys, wherever they are.
+func (s *Store) PaymentsByKey(ctx context.Context, chainID uint64, txHashes []string, logIndexes []uint32) ([]Recorded, error) {
 	if len(txHashes) == 0 {
 		return nil, nil
 	}
@@ -169,11 +173,28 @@ func (s *Store) PaymentsByKey(ctx context.Context, txHashes []string, logIndexes
 		idx[i] = int64(v)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+recordedColumns+` FROM payments
-		WHERE (tx_hash, log_index) IN (SELECT * FROM unnest($1::text[], $2::int[]))`, txHashes, idx)
+		WHERE chain_id = $1 AND (tx_hash, log_index) IN (SELECT * FROM unnest($2::text[], $3::int[]))`,
+		int64(chainID), txHashes, idx)
 	if err != nil {
 		return nil, fmt.Errorf("reading payments by key: %w", interpret(err))
 	}
 	return scanRecorded(rows)
+}
+
+// PaymentBlocksAbove returns the distinct blocks above block that hold
+// payments of contracts on chain chainID not marked orphaned, in order.
+func (s *Store) PaymentBlocksAbove(ctx context.Context, chainID uint64, contracts []string, block int64) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT block_number FROM payments
+		WHERE chain_id = $1 AND contract = ANY($2) AND block_number > $3 AND orphaned_at IS NULL
+		ORDER BY block_number`, int64(chainID), contracts, block)
+	if err != nil {
+		return nil, fmt.Errorf("reading the blocks holding payments above %d: %w", block, interpret(err))
+	}
+	blocks, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("reading the blocks holding payments above %d: %w", block, interpret(err))
+	}
+	return blocks, nil
 }
 
 // PaymentsByID reads the payments with ids in [first, last], in id order.
@@ -195,7 +216,7 @@ func scanRecorded(rows pgx.Rows) ([]Recorded, error) {
 			amount  string
 		)
 		if err := rows.Scan(&r.ID, &chainID, &r.Contract, &r.TxHash, &r.LogIndex, &r.BlockNumber, &r.BlockHash,
-			&r.Payer, &r.Digest, &amount, &r.BurnedAt); err != nil {
+			&r.Payer, &r.Digest, &amount, &r.BurnedAt, &r.Orphaned); err != nil {
 			return nil, fmt.Errorf("reading payments: %w", interpret(err))
 		}
 		r.ChainID = uint64(chainID)
@@ -272,8 +293,9 @@ type Inserted struct {
 }
 
 // InsertPayments inserts ps in one statement, skipping any whose
-// (tx_hash, log_index) is already recorded, and returns the ones it
-// inserted, with their ids, in id order.
+// (chain_id, tx_hash, log_index) is already recorded, and returns the ones it
+// inserted, with their ids, in id order. It is the only way a payment enters
+// the ledger.
 func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
 	if len(ps) == 0 {
 		return nil, nil
@@ -320,7 +342,7 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 		            $7::text[], $8::text[], $9::text[], $10::timestamptz[])
 		     AS p(chain_id, contract, tx_hash, log_index, block_number, block_hash,
 		          payer, digest, amount, burned_at)
-		ON CONFLICT (tx_hash, log_index) DO NOTHING
+		ON CONFLICT (chain_id, tx_hash, log_index) DO NOTHING
 		RETURNING id, tx_hash, log_index`,
 		chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times)
 	if err != nil {
@@ -380,7 +402,7 @@ func (t *Tx) InsertRejected(ctx context.Context, rs []RejectedLog) (int64, error
 		SELECT chain_id, contract, tx_hash, log_index, block_number, block_hash, raw::jsonb, reason
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], $7::text[], $8::text[])
 		     AS r(chain_id, contract, tx_hash, log_index, block_number, block_hash, raw, reason)
-		ON CONFLICT (tx_hash, log_index) DO NOTHING`,
+		ON CONFLICT (chain_id, tx_hash, log_index) DO NOTHING`,
 		chainIDs, contracts, txHashes, indexes, numbers, hashes, raws, reasons)
 	if err != nil {
 		return 0, fmt.Errorf("recording %d rejected logs: %w", len(rs), interpret(err))
@@ -388,41 +410,48 @@ func (t *Tx) InsertRejected(ctx context.Context, rs []RejectedLog) (int64, error
 	return tag.RowsAffected(), nil
 }
 
-// AdvanceCursor moves cursor id from block from to block to with hash. It
-// fails with ErrCursorMoved, writing nothing, if the cursor is no longer at
-// from or if to is not ahead of it: the cursor never moves backwards.
-func (t *Tx) AdvanceCursor(ctx context.Context, id string, from, to int64, hash string) error {
-	if to <= from {
-		return fmt.Errorf("advancing cursor %q from %d to %d: %w", id, from, to, ErrCursorMoved)
-	}
+// MoveCursor sets cursor id, which this transaction has locked, from block
+// from to block to with hash ("" for unknown). It fails with ErrCursorMoved,
+// writing nothing, if the cursor is no longer at from. It is the only way a
+// cursor moves; the rules of when it may (forward only as ranges are
+// recorded; backwards or forward by an operator's reset) are the caller's.
+func (t *Tx) MoveCursor(ctx context.Context, id string, from, to int64, hash string) error {
 	tag, err := t.tx.Exec(ctx, `
 		UPDATE block_cursors
 		SET last_processed_block = $3, last_processed_hash = $4, updated_at = now()
-		WHERE id = $1 AND last_processed_block = $2`, id, from, to, hash)
+		WHERE id = $1 AND last_processed_block = $2`, id, from, to, nullable(hash))
 	if err != nil {
-		return fmt.Errorf("advancing cursor %q to %d: %w", id, to, interpret(err))
+		return fmt.Errorf("moving cursor %q to %d: %w", id, to, interpret(err))
 	}
 	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("advancing cursor %q from %d: %w", id, from, ErrCursorMoved)
+		return fmt.Errorf("moving cursor %q from %d: %w", id, from, ErrCursorMoved)
 	}
 	return nil
 }
 
-// SetCursor sets cursor id, which this transaction must have locked, to
-// block and hash ("" for unknown), whatever it was: an operator's reset.
-func (t *Tx) SetCursor(ctx context.Context, id string, block int64, hash string) error {
-	var h *string
-	if hash != "" {
-		h = &hash
-	}
-	tag, err := t.tx.Exec(ctx, `
-		UPDATE block_cursors SET last_processed_block = $2, last_processed_hash = $3, updated_at = now()
-		WHERE id = $1`, id, block, h)
+// LedgerRows reads, for a writer about to record blocks [from, to] of chain
+// chainID, the payments of contracts it must check against the canonical
+// chain: those in these blocks, and those of the transactions txHashes
+// wherever they are. Orphaned payments are left out.
+func (t *Tx) LedgerRows(ctx context.Context, chainID uint64, contracts []string, from, to int64, txHashes []string) ([]Recorded, error) {
+	rows, err := t.tx.Query(ctx, `SELECT `+recordedColumns+` FROM payments
+		WHERE chain_id = $1 AND contract = ANY($2) AND orphaned_at IS NULL
+		  AND (block_number BETWEEN $3 AND $4 OR tx_hash = ANY($5))
+		ORDER BY block_number, log_index`, int64(chainID), contracts, from, to, txHashes)
 	if err != nil {
-		return fmt.Errorf("setting cursor %q to %d: %w", id, block, interpret(err))
+		return nil, fmt.Errorf("reading the ledger's payments of blocks [%d, %d]: %w", from, to, interpret(err))
 	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("setting cursor %q: %w", id, ErrCursorNotFound)
+	return scanRecorded(rows)
+}
+
+// MarkOrphaned marks payments ids as orphaned: their blocks are no longer on
+// the canonical chain. The rows stay.
+func (t *Tx) MarkOrphaned(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := t.tx.Exec(ctx, `UPDATE payments SET orphaned_at = now() WHERE id = ANY($1) AND orphaned_at IS NULL`, ids); err != nil {
+		return fmt.Errorf("marking %d payments orphaned: %w", len(ids), interpret(err))
 	}
 	return nil
 }
@@ -513,6 +542,14 @@ func interpret(err error) error {
 		return fmt.Errorf("%w: %w", ErrTimeout, err)
 	}
 	return err
+}
+
+// nullable is s, or NULL for "".
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func millis(d time.Duration) string {

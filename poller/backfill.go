@@ -2,6 +2,8 @@ package poller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,6 +30,8 @@ type BackfillConfig struct {
 	// MaxAttempts is how many times in a row a chunk may fail before the
 	// backfill gives up; zero means 8.
 	MaxAttempts int
+	// MaxBackoff caps the wait after a failed chunk; zero means 30 seconds.
+	MaxBackoff time.Duration
 	// Progress, if set, is called after every committed chunk.
 	Progress func(BackfillProgress)
 }
@@ -61,28 +65,45 @@ var (
 	ErrNotFinal = errors.New("range ends beyond the finality target")
 )
 
-// BackfillID is the cursor row of a backfill of [from, to] for the poller
-// group group: the same arguments resume the same backfill.
+// maxCursorID is the longest cursor id the ledger accepts.
+const maxCursorID = 200
+
+// BackfillID is the cursor row of a backfill of [from, to] of poller group
+// group: the same arguments resume the same backfill. It is
+// "backfill:<group>:<from>-<to>", or, when that is too long for a cursor id,
+// as much of it as fits followed by a hash of the whole.
 func BackfillID(group string, from uint64, to string) string {
-	return "backfill:" + group + ":" + strconv.FormatUint(from, 10) + "-" + to
+	id := "backfill:" + group + ":" + strconv.FormatUint(from, 10) + "-" + to
+	if len(id) <= maxCursorID {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	suffix := "~" + hex.EncodeToString(sum[:8])
+	return id[:maxCursorID-len(suffix)] + suffix
 }
 
-// Backfill records every burn in [From, To] through the same validation and
-// idempotent insert as the live loop, one transaction per chunk, on its own
-// cursor row: it never touches the live cursor, so it is safe beside running
-// replicas, and a restart with the same arguments continues where it
-// stopped. Cancelling ctx stops it after the current chunk commits or rolls
-// back, with ErrInterrupted. The progress it returns is final.
-func (p *Poller) Backfill(ctx context.Context, cfg BackfillConfig) (BackfillProgress, error) {
+// Backfill records every burn in [From, To] through w, one range
+// transaction per chunk, on its own cursor row: it never touches the live
+// cursor, so it is safe beside running replicas, and a restart with the same
+// arguments continues where it stopped. The cursor is seeded with block
+// From-1's canonical hash and every chunk checks continuity and the ledger
+// against the chain like the live loop, so a reorganisation under it is a
+// *ViolationError, not a burn recorded twice. Cancelling ctx stops it after
+// the current chunk commits or rolls back, with ErrInterrupted. The progress
+// it returns is final.
+func Backfill(ctx context.Context, w *Writer, cfg BackfillConfig) (BackfillProgress, error) {
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 8
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = defaultMaxBackoff
 	}
 	start := time.Now()
 	prog := BackfillProgress{CursorID: cfg.ID, From: cfg.From, To: cfg.To}
 
 	// A chunk in flight may finish after ctx ends, within its own timeout.
 	hard := context.WithoutCancel(ctx)
-	target, err := p.node.Target(ctx)
+	target, err := w.node.Target(ctx)
 	if err != nil {
 		return prog, fmt.Errorf("reading the target: %w", err)
 	}
@@ -98,25 +119,29 @@ func (p *Poller) Backfill(ctx context.Context, cfg BackfillConfig) (BackfillProg
 	}
 	prog.Total = cfg.To - int64(cfg.From) + 1
 
-	cur, err := p.store.SeedCursor(ctx, cfg.ID, int64(cfg.From)-1)
+	cur, err := w.Seed(ctx, cfg.ID, int64(cfg.From)-1)
 	if err != nil {
 		return prog, err
 	}
-	if cfg.Restart && cur.Block != int64(cfg.From)-1 {
-		if err := p.setCursor(ctx, cfg.ID, int64(cfg.From)-1); err != nil {
-			return prog, err
+	if cfg.Restart {
+		res, err := w.Reset(ctx, cfg.ID, int64(cfg.From)-1, ResetOptions{})
+		if errors.Is(err, ErrCursorLocked) {
+			return prog, fmt.Errorf("%w (cursor %q)", ErrBackfillBusy, cfg.ID)
 		}
-		cur.Block = int64(cfg.From) - 1
-		p.log.Info("backfill restarted from the beginning", slog.String("cursor_id", cfg.ID))
+		if err != nil {
+			return prog, fmt.Errorf("restarting backfill %q: %w", cfg.ID, err)
+		}
+		cur.Block, cur.Hash = res.To, res.Hash
+		w.log.Info("backfill restarted from the beginning", slog.String("cursor_id", cfg.ID))
 	}
 	prog.Resumed = cur.Block >= int64(cfg.From)
 	if prog.Resumed {
-		p.log.Info("resuming backfill", slog.String("cursor_id", cfg.ID), slog.Int64("cursor", cur.Block))
+		w.log.Info("resuming backfill", slog.String("cursor_id", cfg.ID), slog.Int64("cursor", cur.Block))
 	}
 	prog.Done = max(min(cur.Block, cfg.To)-int64(cfg.From)+1, 0)
 	prog.DoneBefore = prog.Done
 
-	b := p.newBackoff()
+	b := newBackoff(cfg.MaxBackoff)
 	failures := 0
 	for {
 		prog.Elapsed = time.Since(start).Seconds()
@@ -127,15 +152,15 @@ func (p *Poller) Backfill(ctx context.Context, cfg BackfillConfig) (BackfillProg
 		if ctx.Err() != nil {
 			return prog, ErrInterrupted
 		}
-		res, err := p.backfillChunk(ctx, hard, cfg)
+		res, err := backfillChunk(ctx, hard, w, cfg)
 		if err == nil {
 			failures = 0
 			b.Reset()
-			prog.Done = res.to - int64(cfg.From) + 1
-			prog.Logs += int64(res.logs)
-			prog.Inserted += res.inserted
-			prog.Duplicates += res.dups
-			prog.Rejected += int64(res.rejected)
+			prog.Done = res.To - int64(cfg.From) + 1
+			prog.Logs += int64(res.Logs)
+			prog.Inserted += res.Inserted
+			prog.Duplicates += res.Duplicates
+			prog.Rejected += int64(res.Rejected)
 			prog.Elapsed = time.Since(start).Seconds()
 			if cfg.Progress != nil {
 				cfg.Progress(prog)
@@ -145,67 +170,46 @@ func (p *Poller) Backfill(ctx context.Context, cfg BackfillConfig) (BackfillProg
 		if ctx.Err() != nil {
 			return prog, ErrInterrupted
 		}
-		if errors.Is(err, ErrBackfillBusy) || errors.Is(err, ErrFinalityViolation) {
+		var v *ViolationError
+		if errors.As(err, &v) {
+			LogViolation(ctx, w.log, v)
+			return prog, err
+		}
+		if errors.Is(err, ErrBackfillBusy) || errors.Is(err, payments.ErrHookMismatch) {
 			return prog, err
 		}
 		failures++
 		if failures >= cfg.MaxAttempts {
 			return prog, fmt.Errorf("giving up after %d failed attempts: %w", failures, err)
 		}
-		wait := p.retryWait(b, err)
-		p.log.Error("backfill chunk failed; rolled back, retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
-		p.sleep(ctx, wait)
+		wait := retryWait(b, err, cfg.MaxBackoff)
+		w.log.Error("backfill chunk failed; rolled back, retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
+		sleep(ctx, wait, nil)
 	}
 }
 
-// backfillChunk commits the next chunk of the backfill in its own
+// backfillChunk commits the next chunk of the backfill in its own range
 // transaction, under the backfill cursor's lock.
-func (p *Poller) backfillChunk(stop, hard context.Context, cfg BackfillConfig) (rangeResult, error) {
-	ctx, cancel := context.WithTimeout(hard, p.cfg.TxTimeout)
+func backfillChunk(stop, hard context.Context, w *Writer, cfg BackfillConfig) (Totals, error) {
+	ctx, cancel := context.WithTimeout(hard, w.cfg.TxTimeout)
 	defer cancel()
-	tx, cur, err := p.begin(stop, ctx, cfg.ID)
-	if tx != nil {
-		defer tx.Rollback()
-	}
+	tx, err := w.Begin(stop, ctx, cfg.ID)
 	if errors.Is(err, payments.ErrLockTimeout) {
-		return rangeResult{}, fmt.Errorf("%w (cursor %q)", ErrBackfillBusy, cfg.ID)
+		return Totals{}, fmt.Errorf("%w (cursor %q)", ErrBackfillBusy, cfg.ID)
 	}
 	if err != nil {
-		return rangeResult{}, err
-	}
-	end, ok := cfg.To, cur.Block < cfg.To
-	if cfg.Chunk > 0 {
-		_, end, ok = NextRange(cur.Block, cfg.To, cfg.Chunk)
-	}
-	if !ok {
-		return rangeResult{from: cur.Block + 1, to: cur.Block}, tx.Commit(ctx)
-	}
-	res, err := p.advanceMany(ctx, tx, cur, end)
-	if err != nil {
-		return rangeResult{}, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return rangeResult{}, err
-	}
-	p.committed(res)
-	return res, nil
-}
-
-// setCursor moves cursor id to block under its lock, as a reset does.
-func (p *Poller) setCursor(ctx context.Context, id string, block int64) error {
-	tx, err := p.store.Begin(ctx, payments.Limits{LockWait: p.cfg.LockWait, TxTimeout: p.cfg.TxTimeout})
-	if err != nil {
-		return err
+		return Totals{}, err
 	}
 	defer tx.Rollback()
-	if _, err := tx.LockCursor(ctx, id); err != nil {
-		if errors.Is(err, payments.ErrLockTimeout) {
-			return fmt.Errorf("%w (cursor %q)", ErrBackfillBusy, id)
+	cur := tx.Cursor()
+	end := cfg.To
+	if cfg.Chunk > 0 {
+		if _, to, ok := NextRange(cur.Block, cfg.To, cfg.Chunk); ok {
+			end = to
 		}
-		return err
 	}
-	if err := tx.SetCursor(ctx, id, block, ""); err != nil {
-		return err
+	if _, err := tx.Advance(ctx, end, w.BatchBudget()); err != nil {
+		return Totals{}, err
 	}
 	return tx.Commit(ctx)
 }

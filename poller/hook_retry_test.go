@@ -73,8 +73,8 @@ func TestFailingHookRollsBackTheRangeAndRetriesUntilItCredits(t *testing.T) {
 	failingPayer := strings.ToLower(burns[1].Payer.Hex())
 
 	h := newHarness(t, node)
-	h.cfg.RescanDepth = 100 // every rescan re-reads all committed blocks
-	h.cfg.RescanInterval = time.Millisecond
+	h.lcfg.RescanDepth = 100 // every rescan re-reads all committed blocks
+	h.lcfg.RescanInterval = time.Millisecond
 	if _, err := h.pool.Exec(ctx, hookSchema); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestFailingHookRollsBackTheRangeAndRetriesUntilItCredits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.cfg.Hook = hook
+	h.wcfg.Hook = hook
 
 	count := func(query string) int64 {
 		t.Helper()
@@ -107,7 +107,7 @@ func TestFailingHookRollsBackTheRangeAndRetriesUntilItCredits(t *testing.T) {
 	// Failing phase: the hook fails again and again; nothing is committed.
 	waitFor(t, 10*time.Second, "three failed hook runs and error polls", func() bool {
 		// The cursor row appears once Run has seeded it, at -1; it must stay there.
-		if c, err := h.store.Cursor(ctx, h.cfg.CursorID); err == nil && c.Block != -1 {
+		if c, err := h.store.Cursor(ctx, h.lcfg.CursorID); err == nil && c.Block != -1 {
 			t.Fatalf("cursor moved to %d while the hook failed", c.Block)
 		}
 		return count(failuresQuery) >= 3 && errorPolls() >= 3

@@ -3,6 +3,7 @@ package poller
 import (
 	"time"
 
+	"github.com/burnpoller/burnpoller/chain"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -147,14 +148,17 @@ func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) 
 	return m
 }
 
-// RPC records one JSON-RPC method call (chain.Observer).
+// RPC records one JSON-RPC method call (chain.Observer). A call the caller
+// cancelled is counted as a request, not as the endpoint's error.
 func (m *Metrics) RPC(endpoint, method, result string, took time.Duration) {
 	m.RPCRequests.WithLabelValues(method, result).Inc()
 	m.RPCDuration.WithLabelValues(method).Observe(took.Seconds())
-	if result != "ok" {
-		m.RPCErrors.WithLabelValues(endpoint, result).Inc()
-	} else {
+	switch result {
+	case chain.ResultOK:
 		m.NodeBehind.WithLabelValues(endpoint).Set(0)
+	case chain.ResultCanceled:
+	default:
+		m.RPCErrors.WithLabelValues(endpoint, result).Inc()
 	}
 }
 
@@ -183,4 +187,59 @@ func (m *Metrics) HeadsUp(up bool) {
 func (m *Metrics) Active(endpoint string) {
 	m.EndpointActive.Reset()
 	m.EndpointActive.WithLabelValues(endpoint).Set(1)
+}
+
+// The recorders below are what the loop and the writers report; a nil
+// *Metrics (a verify, a test) records nothing.
+
+// committed counts a committed range transaction.
+func (m *Metrics) committed(t Totals) {
+	if m == nil {
+		return
+	}
+	m.PaymentsInserted.Add(float64(t.Inserted))
+	m.PaymentsDuplicate.Add(float64(t.Duplicates))
+	m.RejectedLogs.Add(float64(t.Rejected))
+	if t.Rescanned {
+		m.Rescans.Inc()
+		m.RescanRecovered.Add(float64(t.Recovered))
+	}
+}
+
+func (m *Metrics) cursor(block int64) {
+	if m != nil {
+		m.CursorBlock.Set(float64(block))
+	}
+}
+
+func (m *Metrics) target(highest, cursor int64) {
+	if m != nil {
+		m.TargetBlock.Set(float64(highest))
+		m.LagBlocks.Set(float64(max(highest-cursor, 0)))
+	}
+}
+
+func (m *Metrics) poll(took time.Duration, result string) {
+	if m != nil {
+		m.PollDuration.Observe(took.Seconds())
+		m.Polls.WithLabelValues(result).Inc()
+	}
+}
+
+func (m *Metrics) lockWait(took time.Duration) {
+	if m != nil {
+		m.LockWait.Observe(took.Seconds())
+	}
+}
+
+func (m *Metrics) lockHeld(held bool) {
+	if m != nil {
+		m.LockHeld.Set(map[bool]float64{true: 1}[held])
+	}
+}
+
+func (m *Metrics) violation(latched bool) {
+	if m != nil {
+		m.FinalityViolation.Set(map[bool]float64{true: 1}[latched])
+	}
 }

@@ -67,7 +67,7 @@ func TestNextRange(t *testing.T) {
 type fakeChain struct {
 	mu      sync.Mutex
 	target  int64
-	fork    byte
+	reorgs  []uint64 // blocks from which the chain was replaced, in order
 	burns   map[uint64][]chain.Burn
 	ranges  [][2]uint64
 	failing int                                        // fail this many BurnRange calls
@@ -82,8 +82,35 @@ func newFakeChain(target int64) *fakeChain {
 	return &fakeChain{target: target, burns: map[uint64][]chain.Burn{}, hidden: map[uint64]bool{}, rejects: map[uint64][]chain.Rejected{}}
 }
 
+// hash is block n's hash on the current chain: it changes with every reorg
+// that replaced block n.
 func (f *fakeChain) hash(n uint64) common.Hash {
-	return common.BigToHash(new(big.Int).SetUint64(n<<8 | uint64(f.fork) + 1))
+	gen := uint64(0)
+	for _, from := range f.reorgs {
+		if n >= from {
+			gen++
+		}
+	}
+	return common.BigToHash(new(big.Int).SetUint64(n<<8 | gen + 1))
+}
+
+// reorg replaces every block from block from on: new hashes, and the burns
+// of the dropped blocks are gone (a test adds the new branch's).
+func (f *fakeChain) reorg(from uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reorgs = append(f.reorgs, from)
+	for n := range f.burns {
+		if n >= from {
+			delete(f.burns, n)
+		}
+	}
+}
+
+func (f *fakeChain) setTarget(n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.target = n
 }
 
 func (f *fakeChain) header(n uint64) chain.Header {
@@ -95,11 +122,17 @@ func (f *fakeChain) header(n uint64) chain.Header {
 }
 
 func (f *fakeChain) addBurn(block uint64, tx byte, index uint, amount int64) chain.Burn {
+	return f.addBurnTx(block, common.BytesToHash([]byte{tx, byte(block)}), tx, index, amount)
+}
+
+// addBurnTx adds a burn of transaction txHash (the same transaction may be
+// re-included in another block after a reorg).
+func (f *fakeChain) addBurnTx(block uint64, txHash common.Hash, tx byte, index uint, amount int64) chain.Burn {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := chain.Burn{
 		Contract:    burnContract,
-		TxHash:      common.BytesToHash([]byte{tx, byte(block)}),
+		TxHash:      txHash,
 		LogIndex:    index,
 		BlockNumber: block,
 		BlockHash:   f.hash(block),
@@ -150,6 +183,12 @@ func (f *fakeChain) BurnRange(ctx context.Context, contract common.Address, from
 
 func (f *fakeChain) HintDensity(uint64, int) {}
 
+func (f *fakeChain) Header(_ context.Context, n uint64) (chain.Header, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.header(n), nil
+}
+
 func (f *fakeChain) requested() [][2]uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -161,8 +200,10 @@ type harness struct {
 	pool    *pgxpool.Pool
 	store   *payments.Store
 	node    *fakeChain
-	cfg     poller.Config
+	wcfg    poller.WriterConfig
+	lcfg    poller.LoopConfig
 	metrics *poller.Metrics
+	log     *slog.Logger
 }
 
 func newHarness(t *testing.T, node *fakeChain) *harness {
@@ -173,28 +214,58 @@ func newHarness(t *testing.T, node *fakeChain) *harness {
 		pool:  pool,
 		store: payments.NewStore(pool),
 		node:  node,
-		cfg: poller.Config{
-			CursorID:      "test",
+		wcfg: poller.WriterConfig{
+			Group:         "test",
 			ChainID:       1337,
 			Contract:      burnContract,
-			PollInterval:  20 * time.Millisecond,
 			MaxBlockRange: 10,
 			LockWait:      100 * time.Millisecond,
 			TxTimeout:     5 * time.Second,
-			DrainTimeout:  2 * time.Second,
-			MaxBackoff:    50 * time.Millisecond,
 		},
+		lcfg: poller.LoopConfig{
+			CursorID:     "test",
+			PollInterval: 20 * time.Millisecond,
+			DrainTimeout: 2 * time.Second,
+			MaxBackoff:   50 * time.Millisecond,
+		},
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }
 
-// start runs a poller until the returned stop is called; stop returns Run's error.
-func (h *harness) start() (*poller.Poller, func() error) {
-	h.t.Helper()
+// writer returns a writer on the harness's store and node, counting into
+// fresh metrics (h.metrics).
+func (h *harness) writer() *poller.Writer {
 	h.metrics = poller.NewMetrics(prometheus.NewRegistry(), "test", "test", "test")
-	p := poller.New(h.cfg, h.store, h.node, h.metrics, poller.NewHeartbeat(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return poller.NewWriter(h.wcfg, h.store, h.node, h.metrics, h.log)
+}
+
+// loop returns a live loop with its test signals on, not yet running.
+func (h *harness) loop() *poller.Loop {
+	l := poller.NewLoop(h.lcfg, h.writer(), h.metrics, poller.NewHeartbeat(), h.log)
+	l.Signals.Committed.Init()
+	l.Signals.Idle.Init()
+	l.Signals.Standby.Init()
+	l.Signals.Failed.Init()
+	l.Signals.Latched.Init()
+	l.Signals.Cleared.Init()
+	l.Signals.Rescanned.Init()
+	l.Signals.LatchChecked.Init()
+	return l
+}
+
+// start runs a live loop until the returned stop is called; stop returns
+// Run's error.
+func (h *harness) start() (*poller.Loop, func() error) {
+	h.t.Helper()
+	l := h.loop()
+	return l, h.run(l)
+}
+
+// run runs l until the returned stop is called.
+func (h *harness) run(l *poller.Loop) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	go func() { done <- l.Run(ctx) }()
 	var once sync.Once
 	var err error
 	stop := func() error {
@@ -209,12 +280,12 @@ func (h *harness) start() (*poller.Poller, func() error) {
 		return err
 	}
 	h.t.Cleanup(func() { _ = stop() })
-	return p, stop
+	return stop
 }
 
 func (h *harness) cursor() payments.Cursor {
 	h.t.Helper()
-	return h.cursorOf(h.cfg.CursorID)
+	return h.cursorOf(h.lcfg.CursorID)
 }
 
 func (h *harness) cursorOf(id string) payments.Cursor {
@@ -229,7 +300,7 @@ func (h *harness) cursorOf(id string) payments.Cursor {
 func (h *harness) waitCursor(block int64) {
 	h.t.Helper()
 	waitFor(h.t, 10*time.Second, fmt.Sprintf("cursor at %d", block), func() bool {
-		c, err := h.store.Cursor(context.Background(), h.cfg.CursorID)
+		c, err := h.store.Cursor(context.Background(), h.lcfg.CursorID)
 		return err == nil && c.Block == block
 	})
 }
@@ -318,7 +389,7 @@ func TestStartBlockSeedsCursorOnce(t *testing.T) {
 	node.addBurn(5, 1, 0, 5) // before START_BLOCK: not recorded
 	want := expected(node.addBurn(20, 2, 0, 6))
 	h := newHarness(t, node)
-	h.cfg.StartBlock = 20
+	h.lcfg.StartBlock = 20
 	_, stop := h.start()
 	h.waitCursor(30)
 	if err := stop(); err != nil {
@@ -362,16 +433,22 @@ func TestReplicasNeverFetchACommittedRange(t *testing.T) {
 		all = append(all, node.addBurn(b, byte(b), 0, int64(b)+1))
 	}
 	h := newHarness(t, node)
-	h.cfg.MaxBlockRange = 7
+	h.wcfg.MaxBlockRange = 7
+	var loops []*poller.Loop
 	for range 3 {
-		h.start()
+		l, _ := h.start()
+		loops = append(loops, l)
 	}
-	// The target moves while the replicas run.
+	// The target moves while the replicas run: each step once one of them
+	// has reached the previous target.
 	for target := int64(20); target <= 200; target += 20 {
-		node.mu.Lock()
-		node.target = target
-		node.mu.Unlock()
-		time.Sleep(15 * time.Millisecond)
+		node.setTarget(target)
+		h.waitCursor(target)
+	}
+	for _, l := range loops {
+		if l.Health() != nil {
+			t.Fatalf("a replica is unhealthy: %v", l.Health())
+		}
 	}
 	h.waitCursor(200)
 	if got, want := h.ledger(), expected(all...); !slices.Equal(got, want) {
@@ -395,38 +472,47 @@ func TestFinalityViolationLatchesUntilCursorReset(t *testing.T) {
 	node := newFakeChain(9)
 	node.addBurn(4, 1, 0, 5)
 	h := newHarness(t, node)
-	p, stop := h.start()
+	l, stop := h.start()
 	h.waitCursor(9)
+	committed := h.cursor()
 
-	// Reorganise below the cursor: block 9 is replaced and a burn appears on the new branch.
-	node.mu.Lock()
-	node.fork = 1
-	node.target = 19
-	node.mu.Unlock()
+	// Reorganise below the cursor: blocks from 6 are replaced and a burn
+	// appears on the new branch.
+	node.reorg(6)
 	node.addBurn(15, 9, 0, 77)
-	waitFor(t, 5*time.Second, "violation latched", func() bool { return p.Violation() != "" })
+	node.setTarget(19)
+	v := l.Signals.Latched.Wait(t, 10*time.Second)
+	if v.Block != 9 || v.Committed != committed.Hash || v.ChainHash != node.hash(9).Hex() || v.Payment != nil {
+		t.Fatalf("violation = block %d committed %s chain %s payment %v; want block 9, %s, %s, none",
+			v.Block, v.Committed, v.ChainHash, v.Payment, committed.Hash, node.hash(9).Hex())
+	}
+	if got := l.Violation(); got != "finality violation at block 9" {
+		t.Fatalf("Violation() = %q", got)
+	}
 	if v := testutil.ToFloat64(h.metrics.FinalityViolation); v != 1 {
 		t.Fatalf("burnpoller_finality_violation = %v, want 1", v)
 	}
-	time.Sleep(100 * time.Millisecond) // it must stay latched, not advance
-	if c := h.cursor(); c.Block != 9 {
+	// Latched, it looks for a reset and writes nothing.
+	for range 3 {
+		l.Signals.LatchChecked.Wait(t, 10*time.Second)
+	}
+	if c := h.cursor(); c.Block != 9 || c.Hash != committed.Hash {
 		t.Fatalf("cursor moved to %d while latched", c.Block)
 	}
 	if got := h.ledger(); len(got) != 1 {
 		t.Fatalf("ledger changed while latched: %v", got)
 	}
 
-	// The operator resets the cursor (as `poller cursor reset` will) to before the fork.
-	if _, err := h.pool.Exec(context.Background(),
-		`UPDATE block_cursors SET last_processed_block = 3, last_processed_hash = $1 WHERE id = $2`,
-		node.hash(3).Hex(), h.cfg.CursorID); err != nil {
+	// The operator resets the cursor to before the fork.
+	if _, err := h.writer().Reset(context.Background(), h.lcfg.CursorID, 5, poller.ResetOptions{MarkOrphaned: true}); err != nil {
 		t.Fatal(err)
 	}
+	l.Signals.Cleared.Wait(t, 10*time.Second)
 	h.waitCursor(19)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	if p.Violation() != "" || testutil.ToFloat64(h.metrics.FinalityViolation) != 0 {
+	if l.Violation() != "" || testutil.ToFloat64(h.metrics.FinalityViolation) != 0 {
 		t.Fatal("violation not cleared after the reset")
 	}
 	if got := h.ledger(); len(got) != 2 {
@@ -472,15 +558,14 @@ func TestStopRollsBackAtDrainTimeout(t *testing.T) {
 		<-ctx.Done() // a node that never answers
 	}
 	h := newHarness(t, node)
-	h.cfg.DrainTimeout = 300 * time.Millisecond
+	// Only the drain timeout can end the transaction before the harness's
+	// own 10 s guard: the node never answers and TX_TIMEOUT is longer.
+	h.lcfg.DrainTimeout = 300 * time.Millisecond
+	h.wcfg.TxTimeout = time.Minute
 	_, stop := h.start()
 	<-inside
-	start := time.Now()
 	if err := stop(); err != nil {
 		t.Fatal(err)
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("stop took %s with a 300ms drain timeout", took)
 	}
 	if got := h.ledger(); len(got) != 0 {
 		t.Fatalf("ledger = %v, want empty", got)
@@ -494,26 +579,29 @@ func TestStopCancelsALockWaitAtOnce(t *testing.T) {
 	t.Parallel()
 	node := newFakeChain(5)
 	h := newHarness(t, node)
-	h.cfg.LockWait = 4 * time.Second
-	if _, err := h.store.SeedCursor(context.Background(), h.cfg.CursorID, -1); err != nil {
+	// Only cancelling the wait can end it before the harness's 10 s guard.
+	h.wcfg.LockWait = time.Minute
+	h.wcfg.TxTimeout = 2 * time.Minute
+	if _, err := h.store.SeedCursor(context.Background(), h.lcfg.CursorID, -1, ""); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := h.store.Begin(context.Background(), payments.Limits{LockWait: time.Second, TxTimeout: 10 * time.Second})
+	holder, err := h.store.Begin(context.Background(), payments.Limits{LockWait: time.Second, TxTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Rollback()
-	if _, err := holder.LockCursor(context.Background(), h.cfg.CursorID); err != nil {
+	if _, err := holder.LockCursor(context.Background(), h.lcfg.CursorID); err != nil {
 		t.Fatal(err)
 	}
 	_, stop := h.start()
-	time.Sleep(300 * time.Millisecond) // the poller is now waiting for the lock
-	start := time.Now()
+	waitFor(t, 10*time.Second, "the loop waiting for the lock", func() bool {
+		var n int
+		err := h.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'`).Scan(&n)
+		return err == nil && n == 1
+	})
 	if err := stop(); err != nil {
 		t.Fatal(err)
-	}
-	if took := time.Since(start); took > time.Second {
-		t.Fatalf("stop took %s while waiting on a 4s lock wait", took)
 	}
 	if n := len(node.requested()); n != 0 {
 		t.Fatalf("%d ranges fetched without the lock", n)
@@ -580,11 +668,17 @@ func TestRescanRecoversBurnsANodeLeftOut(t *testing.T) {
 	all := expected(node.addBurn(5, 1, 0, 5), node.addBurn(25, 2, 0, 6), node.addBurn(28, 3, 1, 7))
 	node.hidden[25], node.hidden[28] = true, true // a lying node: no logs for these blocks
 	h := newHarness(t, node)
-	h.cfg.RescanDepth = 10
-	h.cfg.RescanInterval = time.Hour // the first rescan runs at once, the next not before an hour
-	_, stop := h.start()
+	h.lcfg.RescanDepth = 10
+	h.lcfg.RescanInterval = time.Hour // the first rescan runs at once, the next not before an hour
+	l, stop := h.start()
 	h.waitCursor(30)
-	waitFor(t, 5*time.Second, "a rescan", func() bool { return testutil.ToFloat64(h.metrics.Rescans) >= 1 })
+	if res := l.Signals.Rescanned.Wait(t, 10*time.Second); res.Recovered != 0 || res.RescanFrom != 21 || res.RescanTo != 30 {
+		t.Fatalf("first rescan = %+v, want [21, 30] recovering nothing", res)
+	}
+	// Re-read blocks are duplicates by nature; they are not counted as such.
+	if n := testutil.ToFloat64(h.metrics.PaymentsDuplicate); n != 0 {
+		t.Fatalf("burnpoller_payments_duplicate_total = %v after a rescan, want 0", n)
+	}
 	if got := h.ledger(); len(got) != 1 {
 		t.Fatalf("ledger before the node tells the truth = %v", got)
 	}
@@ -597,9 +691,14 @@ func TestRescanRecoversBurnsANodeLeftOut(t *testing.T) {
 	node.mu.Lock()
 	node.hidden = map[uint64]bool{}
 	node.mu.Unlock()
-	h.cfg.RescanInterval = time.Millisecond
-	_, stop = h.start()
-	waitFor(t, 5*time.Second, "recovered burns", func() bool { return testutil.ToFloat64(h.metrics.RescanRecovered) == 2 })
+	h.lcfg.RescanInterval = time.Millisecond
+	l, stop = h.start()
+	if res := l.Signals.Rescanned.Wait(t, 10*time.Second); res.Recovered != 2 {
+		t.Fatalf("rescan after the node tells the truth = %+v, want 2 recovered", res)
+	}
+	if n := testutil.ToFloat64(h.metrics.RescanRecovered); n != 2 {
+		t.Fatalf("burnpoller_rescan_recovered_total = %v, want 2", n)
+	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -622,14 +721,14 @@ func TestRescanLatchesWhenTheCursorBlockChanged(t *testing.T) {
 	t.Parallel()
 	node := newFakeChain(12)
 	h := newHarness(t, node)
-	h.cfg.RescanDepth = 5
-	h.cfg.RescanInterval = time.Millisecond
-	p, stop := h.start()
+	h.lcfg.RescanDepth = 5
+	h.lcfg.RescanInterval = time.Millisecond
+	l, stop := h.start()
 	h.waitCursor(12)
-	node.mu.Lock()
-	node.fork = 3 // every block hash changes; the target does not move
-	node.mu.Unlock()
-	waitFor(t, 5*time.Second, "violation latched by a rescan", func() bool { return p.Violation() != "" })
+	node.reorg(0) // every block hash changes; the target does not move
+	if v := l.Signals.Latched.Wait(t, 10*time.Second); v.Block != 12 || v.SeenAt != 12 || v.ChainHash != node.hash(12).Hex() {
+		t.Fatalf("rescan latched %+v, want the cursor block 12 with its new hash", v)
+	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -640,21 +739,43 @@ func TestRescanLatchesWhenTheCursorBlockChanged(t *testing.T) {
 
 func TestThrottledWaitHonoursRetryAfter(t *testing.T) {
 	t.Parallel()
+	throttled := &chain.Error{Class: chain.ClassThrottled, Endpoint: "fake", Method: "eth_getLogs",
+		RetryAfter: 700 * time.Millisecond, Err: errors.New("429 Too Many Requests")}
+	tests := []struct {
+		name     string
+		give     error
+		maxWait  time.Duration
+		min, max time.Duration
+	}{
+		{"retry-after beats the back-off", throttled, 50 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond},
+		{"retry-after beyond the cap is still honoured", throttled, 100 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond},
+		{"permanent waits the longest", &chain.Error{Class: chain.ClassPermanent, Err: errors.New("401")}, time.Second, time.Second, time.Second},
+		{"transient backs off", errors.New("reset"), time.Second, 125 * time.Millisecond, 375 * time.Millisecond},
+		{"a hook the group disowned waits the longest", fmt.Errorf("x: %w", payments.ErrHookMismatch), time.Second, time.Second, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := poller.RetryWait(tt.give, tt.maxWait)
+			if got < tt.min || got > tt.max {
+				t.Fatalf("wait = %s, want within [%s, %s]", got, tt.min, tt.max)
+			}
+		})
+	}
+
+	// And the loop uses it: a 429 fails the transaction, which is retried
+	// and then commits.
 	node := newFakeChain(5)
 	want := expected(node.addBurn(1, 1, 0, 5))
 	node.failing = 1
-	node.failErr = &chain.Error{Class: chain.ClassThrottled, Endpoint: "fake", Method: "eth_getLogs",
-		RetryAfter: 700 * time.Millisecond, Err: errors.New("429 Too Many Requests")}
+	node.failErr = throttled
 	h := newHarness(t, node)
-	start := time.Now()
-	_, stop := h.start()
+	l, stop := h.start()
+	if err := l.Signals.Failed.Wait(t, 10*time.Second); !errors.Is(err, throttled) {
+		t.Fatalf("failure = %v, want the 429", err)
+	}
 	h.waitCursor(5)
-	took := time.Since(start)
 	if err := stop(); err != nil {
 		t.Fatal(err)
-	}
-	if took < 700*time.Millisecond {
-		t.Fatalf("caught up %s after a 429 asking for 700ms", took)
 	}
 	if got := h.ledger(); !slices.Equal(got, want) {
 		t.Fatalf("ledger = %v, want %v", got, want)

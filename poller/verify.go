@@ -3,8 +3,10 @@ package poller
 import (
 	"context"
 	"fmt"
-	"strings"
 
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/payments"
 )
 
@@ -33,7 +35,10 @@ type Discrepancy struct {
 
 // VerifiedPayment is one side of a Discrepancy.
 type VerifiedPayment struct {
-	ID          int64  `json:"id,omitempty"`
+	ID int64 `json:"id,omitempty"`
+	// Orphaned is set for a ledger row an operator's cursor reset marked
+	// orphaned.
+	Orphaned    bool   `json:"orphaned,omitempty"`
 	BlockNumber int64  `json:"block_number"`
 	BlockHash   string `json:"block_hash"`
 	Payer       string `json:"payer"`
@@ -43,13 +48,17 @@ type VerifiedPayment struct {
 
 // VerifyReport is the outcome of Verify.
 type VerifyReport struct {
-	From          int64         `json:"from"`
-	To            int64         `json:"to"`
-	ChainBurns    int           `json:"chain_burns"`
-	LedgerRows    int           `json:"ledger_rows"`
-	Missing       int           `json:"missing"`
-	Extra         int           `json:"extra"`
-	Mismatched    int           `json:"mismatched"`
+	From       int64 `json:"from"`
+	To         int64 `json:"to"`
+	ChainBurns int   `json:"chain_burns"`
+	LedgerRows int   `json:"ledger_rows"`
+	Missing    int   `json:"missing"`
+	Extra      int   `json:"extra"`
+	Mismatched int   `json:"mismatched"`
+	// Orphaned counts ledger rows marked orphaned at a cursor reset that the
+	// canonical chain does not hold: known, awaiting the business's
+	// reconciliation, and not counted as discrepancies.
+	Orphaned      int           `json:"orphaned"`
 	Undecodable   int           `json:"undecodable_on_chain"`
 	Discrepancies []Discrepancy `json:"discrepancies"`
 }
@@ -62,40 +71,67 @@ type key struct {
 	index uint32
 }
 
-// Verify re-reads the burns of blocks [from, to] from the chain and compares
-// them with the payments table: burns with no payment, payments with no burn
-// on the canonical chain, and payments whose amount, payer, digest, block
-// number or block hash differ. It reads only. to = -1 means the finality
-// target now.
-func (p *Poller) Verify(ctx context.Context, from, to int64, chunk uint64) (VerifyReport, error) {
+// VerifierNode is what Verify reads from the chain; *chain.Endpoints is
+// the real one.
+type VerifierNode interface {
+	Target(ctx context.Context) (chain.Target, error)
+	BurnRange(ctx context.Context, contract common.Address, from, maxTo uint64) (chain.Range, error)
+}
+
+// Verifier compares the chain's burns with the ledger. It only reads: it
+// needs neither the loop's metrics nor its heartbeat.
+type Verifier struct {
+	store    *payments.Store
+	node     VerifierNode
+	chainID  uint64
+	contract common.Address
+}
+
+// NewVerifier returns a verifier of contract's burns on chain chainID.
+func NewVerifier(store *payments.Store, node VerifierNode, chainID uint64, contract common.Address) *Verifier {
+	return &Verifier{store: store, node: node, chainID: chainID, contract: contract}
+}
+
+// Verify re-reads the burns of blocks [from, to] from the chain, chunk
+// blocks at a time (at most), and compares them with the payments table:
+// burns with no payment, payments with no burn on the canonical chain, and
+// payments whose amount, payer, digest, block number or block hash differ.
+// Each key is reported once, whichever chunks its two sides fall in. to = -1
+// means the finality target now.
+func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (VerifyReport, error) {
 	if chunk == 0 {
-		chunk = p.cfg.MaxBlockRange
+		chunk = 2000
 	}
 	if to < 0 {
-		t, err := p.node.Target(ctx)
+		t, err := v.node.Target(ctx)
 		if err != nil {
 			return VerifyReport{}, fmt.Errorf("reading the target: %w", err)
 		}
 		to = t.Block
 	}
 	rep := VerifyReport{From: from, To: to, Discrepancies: []Discrepancy{}}
-	contract := strings.ToLower(p.cfg.Contract.Hex())
-	// Keys already accounted for, so that a payment filed under another block
-	// is reported once, as mismatched, not also as extra.
+	contract := lowerHex(v.contract)
+	// Keys already accounted for as mismatched, and ledger rows the chain
+	// lacked in their own chunk: they are extra only if no later chunk
+	// finds their burn under another block.
 	explained := map[key]bool{}
+	var unexplained []payments.Recorded
 	for next := from; next <= to; {
-		r, err := p.node.BurnRange(ctx, p.cfg.Contract, uint64(next), uint64(min(to, next+int64(chunk)-1)))
+		r, err := v.node.BurnRange(ctx, v.contract, uint64(next), uint64(min(to, next+int64(chunk)-1)))
 		if err != nil {
 			return rep, fmt.Errorf("reading burns from block %d: %w", next, err)
 		}
 		end := int64(r.To.Number)
-		onChain, err := p.toPayments(r.Burns)
+		if r.From.Number != uint64(next) || end < next || end > to {
+			return rep, fmt.Errorf("%w: asked for blocks from %d to at most %d, got [%d, %d]", chain.ErrBadReply, next, to, r.From.Number, end)
+		}
+		onChain, err := toPayments(v.chainID, r.Burns)
 		if err != nil {
 			return rep, err
 		}
 		rep.ChainBurns += len(onChain)
 		rep.Undecodable += len(r.Rejected)
-		recorded, err := p.store.PaymentsInBlocks(ctx, p.cfg.ChainID, contract, next, end)
+		recorded, err := v.store.PaymentsInBlocks(ctx, v.chainID, contract, next, end)
 		if err != nil {
 			return rep, err
 		}
@@ -117,7 +153,7 @@ func (p *Poller) Verify(ctx context.Context, from, to int64, chunk uint64) (Veri
 			rep.compare(c, rec)
 		}
 		// A burn missing from these blocks may be recorded under another block.
-		elsewhere, err := p.byKey(ctx, lost)
+		elsewhere, err := v.byKey(ctx, lost)
 		if err != nil {
 			return rep, err
 		}
@@ -128,20 +164,28 @@ func (p *Poller) Verify(ctx context.Context, from, to int64, chunk uint64) (Veri
 				rep.compare(c, rec)
 				continue
 			}
-			rep.add(Discrepancy{Kind: Missing, TxHash: c.TxHash, LogIndex: c.LogIndex, Block: c.BlockNumber, Chain: side(c, 0)})
+			rep.add(Discrepancy{Kind: Missing, TxHash: c.TxHash, LogIndex: c.LogIndex, Block: c.BlockNumber, Chain: side(c, 0, false)})
 		}
 		for _, rec := range recorded {
-			k := key{rec.TxHash, rec.LogIndex}
-			if !chainKeys[k] && !explained[k] {
-				rep.add(Discrepancy{Kind: Extra, TxHash: rec.TxHash, LogIndex: rec.LogIndex, Block: rec.BlockNumber, Ledger: side(rec.Payment, rec.ID)})
+			if k := (key{rec.TxHash, rec.LogIndex}); !chainKeys[k] && !explained[k] {
+				unexplained = append(unexplained, rec)
 			}
 		}
 		next = end + 1
 	}
+	for _, rec := range unexplained {
+		switch {
+		case explained[key{rec.TxHash, rec.LogIndex}]:
+		case rec.Orphaned:
+			rep.Orphaned++
+		default:
+			rep.add(Discrepancy{Kind: Extra, TxHash: rec.TxHash, LogIndex: rec.LogIndex, Block: rec.BlockNumber, Ledger: side(rec.Payment, rec.ID, false)})
+		}
+	}
 	return rep, nil
 }
 
-func (p *Poller) byKey(ctx context.Context, ps []payments.Payment) (map[key]payments.Recorded, error) {
+func (v *Verifier) byKey(ctx context.Context, ps []payments.Payment) (map[key]payments.Recorded, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -150,7 +194,7 @@ func (p *Poller) byKey(ctx context.Context, ps []payments.Payment) (map[key]paym
 	for i, c := range ps {
 		txs[i], idx[i] = c.TxHash, c.LogIndex
 	}
-	recs, err := p.store.PaymentsByKey(ctx, txs, idx)
+	recs, err := v.store.PaymentsByKey(ctx, v.chainID, txs, idx)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +228,7 @@ func (r *VerifyReport) compare(c payments.Payment, rec payments.Recorded) {
 	}
 	if len(fields) > 0 {
 		r.add(Discrepancy{Kind: Mismatched, TxHash: c.TxHash, LogIndex: c.LogIndex, Block: c.BlockNumber,
-			Fields: fields, Chain: side(c, 0), Ledger: side(rec.Payment, rec.ID)})
+			Fields: fields, Chain: side(c, 0, false), Ledger: side(rec.Payment, rec.ID, rec.Orphaned)})
 	}
 }
 
@@ -205,7 +249,7 @@ func (r *VerifyReport) add(d Discrepancy) {
 	}
 }
 
-func side(p payments.Payment, id int64) *VerifiedPayment {
-	return &VerifiedPayment{ID: id, BlockNumber: p.BlockNumber, BlockHash: p.BlockHash, Payer: p.Payer,
+func side(p payments.Payment, id int64, orphaned bool) *VerifiedPayment {
+	return &VerifiedPayment{ID: id, Orphaned: orphaned, BlockNumber: p.BlockNumber, BlockHash: p.BlockHash, Payer: p.Payer,
 		Digest: p.Digest, Amount: p.Amount.String()}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/burnpoller/burnpoller/poller"
+	"github.com/burnpoller/burnpoller/service"
 )
 
 // Exit codes of an interrupted backfill: 128 + the signal.
@@ -63,27 +64,23 @@ func rangeFlags(fs *flag.FlagSet) (from *uint64, to *blockArg) {
 	return from, to
 }
 
-// parseRangeCommand parses fs (with rangeFlags) and the configuration,
-// printing every problem, one line each; ok is false when there were any.
-func parseRangeCommand(fs *flag.FlagSet, args []string, from *uint64, to *blockArg, stderr io.Writer) (cfg Config, ok bool) {
+// rangeCommand parses fs (with rangeFlags) and starts the command, printing
+// every problem of the flags and the configuration, one line each; it
+// returns nil and exit code 2 when there were any.
+func rangeCommand(fs *flag.FlagSet, args []string, from *uint64, to *blockArg, stderr io.Writer) (*command, int) {
 	if err := fs.Parse(args); err != nil {
-		return Config{}, false
+		return nil, exitUsage
 	}
 	var problems []string
 	if fs.NArg() > 0 {
-		problems = append(problems, fmt.Sprintf("unexpected arguments %q", fs.Args()))
+		problems = append(problems, fmt.Sprintf("%s: unexpected arguments %q", fs.Name(), fs.Args()))
 	}
 	if !to.set {
-		problems = append(problems, `--to is required (a block number or "finalized")`)
+		problems = append(problems, fs.Name()+`: --to is required (a block number or "finalized")`)
 	} else if to.n >= 0 && int64(*from) > to.n {
-		problems = append(problems, fmt.Sprintf("--from %d is after --to %d", *from, to.n))
+		problems = append(problems, fmt.Sprintf("%s: --from %d is after --to %d", fs.Name(), *from, to.n))
 	}
-	cfg, cfgProblems := loadConfig(scopeRun)
-	problems = append(problems, cfgProblems...)
-	for _, p := range problems {
-		fmt.Fprintf(stderr, "%s: %s\n", fs.Name(), p)
-	}
-	return cfg, len(problems) == 0
+	return newCommand(stderr, scopeRun, problems)
 }
 
 func cmdBackfill(args []string, stdout, stderr io.Writer) int {
@@ -92,31 +89,34 @@ func cmdBackfill(args []string, stdout, stderr io.Writer) int {
 	from, to := rangeFlags(fs)
 	restart := fs.Bool("restart", false, "start over from --from instead of resuming")
 	chunk := fs.Uint64("chunk", 0, "most blocks per transaction (default: ranges of MAX_BLOCK_RANGE for up to min(TX_TIMEOUT/4, 2s), as the live loop)")
-	cfg, ok := parseRangeCommand(fs, args, from, to, stderr)
-	if !ok {
-		return exitUsage
+	ignoreHook := fs.Bool("allow-hook-mismatch", false, "record even though PAYMENT_HOOK_SQL differs from the hook the group recorded (the payments this backfill inserts get this hook's side effect, or none)")
+	c, code := rangeCommand(fs, args, from, to, stderr)
+	if c == nil {
+		return code
 	}
-	log := newLogger(cfg, stderr)
-	ctx, stop, signalled := notifyStopSignal(log)
-	defer stop()
+	defer c.stop()
+	ctx, log := c.ctx, c.log
 
-	pt, err := openParts(ctx, cfg, log)
+	pt, err := c.open(false)
 	if err != nil {
 		log.Error("starting", slog.Any("err", err))
 		return exitFailure
 	}
 	defer pt.close()
-	beat := poller.NewHeartbeat()
-	hook, code, err := startup(ctx, cfg, log, beat, pt)
+	prep := c.prep()
+	prep.IgnoreGroupHook, prep.ReplaceGroupHook = *ignoreHook, false
+	hook, err := service.Prepare(ctx, prep, pt.deps(log), func() {})
 	if err != nil {
 		log.Error("start-up failed", slog.Any("err", err))
-		return interruptedOr(signalled(), code)
+		return interruptedOr(c.signalled(), exitCode(err))
 	}
-	p := pt.poller(cfg, cfg.TxTimeout, hook, false, beat, log)
+	wcfg := service.Writer(c.writerConfig(), hook, c.cfg.PaymentHookSQL)
+	wcfg.IgnoreGroupHook = *ignoreHook
+	w := poller.NewWriter(wcfg, pt.store, pt.nodes, pt.metrics, log)
 
-	id := poller.BackfillID(cfg.cursorID(), *from, to.String())
+	id := poller.BackfillID(c.cfg.cursorID(), *from, to.String())
 	rep := newReporter(stderr, log)
-	prog, err := p.Backfill(ctx, poller.BackfillConfig{
+	prog, err := poller.Backfill(ctx, w, poller.BackfillConfig{
 		ID: id, From: *from, To: to.n, Chunk: *chunk, Restart: *restart, Progress: rep.update,
 	})
 	rep.finish(prog)
@@ -137,7 +137,7 @@ func cmdBackfill(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.Is(err, poller.ErrInterrupted):
 		log.Info("backfill interrupted after its current chunk; run again with the same arguments to resume", slog.String("cursor_id", id))
-		return interruptedOr(signalled(), exitFailure)
+		return interruptedOr(c.signalled(), exitFailure)
 	case errors.Is(err, poller.ErrNotFinal):
 		log.Error("backfill refused", slog.Any("err", err))
 		return exitUsage

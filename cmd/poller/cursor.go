@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/payments"
+	"github.com/burnpoller/burnpoller/poller"
 )
 
 // cmdCursor runs "poller cursor show|reset".
@@ -135,73 +135,40 @@ func cmdCursorReset(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	return dbCommand(stderr, scopeRun, func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int {
-		err := resetCursor(ctx, cfg, log, pool, *to, *wait, *allowSkip, *reason, stdout)
-		if err != nil {
-			log.Error("cursor reset failed", slog.Any("err", err))
-			if errors.Is(err, payments.ErrLockTimeout) || errors.Is(err, errSkipRefused) {
-				return exitUsage
-			}
-			return exitFailure
+	c, code := newCommand(stderr, scopeRun, nil)
+	if c == nil {
+		return code
+	}
+	defer c.stop()
+	if err := resetCursor(c, *to, poller.ResetOptions{AllowSkip: *allowSkip, MarkOrphaned: true, Wait: *wait}, *reason, stdout); err != nil {
+		c.log.Error("cursor reset failed", slog.Any("err", err))
+		if errors.Is(err, poller.ErrCursorLocked) || errors.Is(err, poller.ErrSkipRefused) || errors.Is(err, poller.ErrBeyondTarget) {
+			return exitUsage
 		}
-		return exitOK
-	})
+		return exitFailure
+	}
+	return exitOK
 }
 
-var errSkipRefused = errors.New("moving the cursor forward skips burns; pass --allow-skip if that is really meant")
-
-func resetCursor(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool, to int64, wait, allowSkip bool, reason string, stdout io.Writer) error {
-	id := cfg.cursorID()
-	if err := migrations.Check(ctx, pool); err != nil {
-		return err
-	}
-
-	// The hash of block N, so that the next range's continuity check holds.
-	hash := ""
-	if to >= 0 {
-		nodes, err := dialEndpoints(ctx, cfg, nil, log)
-		if err != nil {
-			return err
-		}
-		defer nodes.Close()
-		if err := nodes.Verify(ctx); err != nil {
-			return err
-		}
-		h, err := nodes.Header(ctx, uint64(to))
-		if err != nil {
-			return fmt.Errorf("reading block %d from the node: %w", to, err)
-		}
-		hash = strings.ToLower(h.Hash.Hex())
-	}
-
-	limits := payments.Limits{LockWait: 2 * time.Second, TxTimeout: time.Minute}
-	if wait {
-		limits = payments.Limits{LockWait: 24 * time.Hour, TxTimeout: 25 * time.Hour}
-	}
-	store := payments.NewStore(pool)
-	tx, err := store.Begin(ctx, limits)
+// resetCursor moves the group's cursor to block to through the library's
+// rules (poller.Writer.Reset) and logs who did it and why.
+func resetCursor(c *command, to int64, opts poller.ResetOptions, reason string, stdout io.Writer) error {
+	ctx, log := c.ctx, c.log
+	pt, err := c.open(false)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	cur, err := tx.LockCursor(ctx, id)
-	if errors.Is(err, payments.ErrLockTimeout) {
-		return fmt.Errorf("cursor %q is locked by a running replica; retry, or pass --wait: %w", id, err)
+	defer pt.close()
+	if err := migrations.Check(ctx, pt.pool); err != nil {
+		return err
 	}
+	if err := pt.nodes.Verify(ctx); err != nil {
+		return err
+	}
+	id := c.cfg.cursorID()
+	w := poller.NewWriter(c.writerConfig(), pt.store, pt.nodes, nil, log)
+	res, err := w.Reset(ctx, id, to, opts)
 	if err != nil {
-		return err
-	}
-	if to > cur.Block && !allowSkip {
-		return fmt.Errorf("cursor %q is at %d, --to %d: %w", id, cur.Block, to, errSkipRefused)
-	}
-	dbUser, err := tx.DatabaseUser(ctx)
-	if err != nil {
-		return err
-	}
-	if err := tx.SetCursor(ctx, id, to, hash); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
 	osUser := "unknown"
@@ -210,10 +177,17 @@ func resetCursor(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpoo
 	}
 	host, _ := os.Hostname()
 	log.Warn("cursor reset", slog.String("cursor_id", id),
-		slog.Int64("from_block", cur.Block), slog.String("from_hash", cur.Hash),
-		slog.Int64("to_block", to), slog.String("to_hash", hash),
-		slog.String("os_user", osUser), slog.String("host", host), slog.String("db_user", dbUser),
+		slog.Int64("from_block", res.From.Block), slog.String("from_hash", res.From.Hash),
+		slog.Int64("to_block", res.To), slog.String("to_hash", res.Hash),
+		slog.Int("orphaned", len(res.Orphaned)),
+		slog.String("os_user", osUser), slog.String("host", host), slog.String("db_user", res.DBUser),
 		slog.String("reason", reason))
-	fmt.Fprintf(stdout, "cursor %s moved from %d to %d\n", id, cur.Block, to)
+	fmt.Fprintf(stdout, "cursor %s moved from %d to %d\n", id, res.From.Block, res.To)
+	if n := len(res.Orphaned); n > 0 {
+		fmt.Fprintf(stdout, "%d payments above block %d are not on the canonical chain; marked orphaned (payments.orphaned_at), kept for reconciliation:\n", n, res.To)
+		for _, p := range res.Orphaned {
+			fmt.Fprintf(stdout, "  payment %d block %d tx %s log %d payer %s amount %s\n", p.ID, p.BlockNumber, p.TxHash, p.LogIndex, p.Payer, p.Amount)
+		}
+	}
 	return nil
 }

@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/poller"
@@ -22,17 +25,15 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	from, to := rangeFlags(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	chunk := fs.Uint64("chunk", 0, "most blocks per eth_getLogs call (default MAX_BLOCK_RANGE)")
-	cfg, ok := parseRangeCommand(fs, args, from, to, stderr)
-	if !ok {
-		return exitUsage
+	c, code := rangeCommand(fs, args, from, to, stderr)
+	if c == nil {
+		return code
 	}
-	log := newLogger(cfg, stderr)
-	ctx, stop := notifyStop(log)
-	defer stop()
+	defer c.stop()
+	ctx, log, cfg := c.ctx, c.log, c.cfg
 
 	// Verify never writes: the database enforces it for every session.
-	cfg.readOnly = true
-	pt, err := openParts(ctx, cfg, log)
+	pt, err := c.open(true)
 	if err != nil {
 		log.Error("starting", slog.Any("err", err))
 		return exitUnverified
@@ -46,8 +47,11 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		log.Error("checking the node", slog.Any("err", err))
 		return exitUnverified
 	}
-	p := pt.poller(cfg, cfg.TxTimeout, nil, false, poller.NewHeartbeat(), log)
-	rep, err := p.Verify(ctx, int64(*from), to.n, *chunk)
+	if *chunk == 0 {
+		*chunk = cfg.MaxBlockRange
+	}
+	v := poller.NewVerifier(pt.store, pt.nodes, cfg.ChainID, common.HexToAddress(cfg.BurnContract))
+	rep, err := v.Verify(ctx, int64(*from), to.n, *chunk)
 	if err != nil {
 		log.Error("verify could not complete", slog.Any("err", err))
 		return exitUnverified
@@ -75,6 +79,9 @@ func printReport(w io.Writer, r poller.VerifyReport) {
 	fmt.Fprintf(w, "verify blocks %d..%d: %s\n", r.From, r.To, state)
 	fmt.Fprintf(w, "  burns on chain: %d   payments in ledger: %d\n", r.ChainBurns, r.LedgerRows)
 	fmt.Fprintf(w, "  missing: %d   extra: %d   mismatched: %d\n", r.Missing, r.Extra, r.Mismatched)
+	if r.Orphaned > 0 {
+		fmt.Fprintf(w, "  orphaned (marked at a cursor reset, not on the canonical chain; not counted): %d\n", r.Orphaned)
+	}
 	if r.Undecodable > 0 {
 		fmt.Fprintf(w, "  undecodable burn-event logs on chain (see rejected_logs): %d\n", r.Undecodable)
 	}

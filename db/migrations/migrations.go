@@ -8,6 +8,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -82,6 +83,57 @@ func compare(v int32) error {
 // Migrate brings the database up to Latest and returns the version it found.
 // It refuses, with ErrTooNew, a database a newer binary migrated.
 func Migrate(ctx context.Context, conn *pgx.Conn) (from int32, err error) {
+	return MigrateTo(ctx, conn, Latest())
+}
+
+// migrateLockKey is the advisory lock burnpoller's migrators queue on before
+// tern takes its own.
+const migrateLockKey = 0x6275726e706f6c6c // "burnpoll"
+
+// MigrateTo brings the database to version (tests use it to build older
+// schemas) and returns the version it found. Concurrent migrators take turns.
+//
+// They queue with pg_try_advisory_lock, polled between short statements,
+// rather than waiting inside one: a session blocked in pg_advisory_lock holds
+// a snapshot, and CREATE INDEX CONCURRENTLY in a migration waits for every
+// older snapshot of the database, while the blocked session waits for the
+// lock the index builder's session holds: a deadlock Postgres resolves by
+// failing one of them.
+func MigrateTo(ctx context.Context, conn *pgx.Conn, version int32) (from int32, err error) {
+	if err := lock(ctx, conn); err != nil {
+		return 0, err
+	}
+	defer func() {
+		// Released even when ctx is done; a lost connection releases it too.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, uerr := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, int64(migrateLockKey)); uerr != nil && err == nil {
+			err = fmt.Errorf("releasing the migration lock: %w", uerr)
+		}
+	}()
+	return migrateTo(ctx, conn, version)
+}
+
+func lock(ctx context.Context, conn *pgx.Conn) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(migrateLockKey)).Scan(&ok); err != nil {
+			return fmt.Errorf("taking the migration lock: %w", err)
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for another migrator: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func migrateTo(ctx context.Context, conn *pgx.Conn, version int32) (from int32, err error) {
 	m, err := migrate.NewMigrator(ctx, conn, VersionTable)
 	if err != nil {
 		return 0, fmt.Errorf("preparing migrator: %w", err)
@@ -96,7 +148,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (from int32, err error) {
 	if err := compare(from); errors.Is(err, ErrTooNew) {
 		return from, err
 	}
-	if err := m.Migrate(ctx); err != nil {
+	if err := m.MigrateTo(ctx, version); err != nil {
 		return from, fmt.Errorf("migrating from version %d: %w", from, err)
 	}
 	return from, nil

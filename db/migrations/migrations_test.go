@@ -94,3 +94,83 @@ func check(ctx context.Context, t *testing.T, dbURL string) error {
 	defer conn.Close(ctx)
 	return migrations.Check(ctx, conn)
 }
+
+// TestKeyMigrationOnAPopulatedLedger: the unique key widens to
+// (chain_id, tx_hash, log_index) on a ledger that already has rows, keeping
+// every row, and inserts stay idempotent on the new key.
+func TestKeyMigrationOnAPopulatedLedger(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := migrations.MigrateTo(ctx, conn, 3); err != nil {
+		t.Fatal(err)
+	}
+	// 10,000 payments and a rejected log under the old key.
+	if _, err := conn.Exec(ctx, `
+		INSERT INTO payments (chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at)
+		SELECT 1, '0x'||repeat('ab', 20), '0x'||lpad(to_hex(i), 64, '0'), i % 3, i, '0x'||repeat('cd', 32),
+		       '0x'||repeat('12', 20), '0x'||repeat('34', 32), i, now()
+		FROM generate_series(1, 10000) AS i;
+		INSERT INTO rejected_logs (chain_id, contract, tx_hash, log_index, block_number, block_hash, raw, reason)
+		VALUES (1, '0x'||repeat('ab', 20), '0x'||repeat('0', 64), 0, 1, '0x'||repeat('cd', 32), '{}', 'x');`); err != nil {
+		t.Fatal(err)
+	}
+	if from, err := migrations.Migrate(ctx, conn); err != nil || from != 3 {
+		t.Fatalf("Migrate = %d, %v", from, err)
+	}
+	var rows int
+	var sum string
+	if err := conn.QueryRow(ctx, `SELECT count(*), sum(amount)::text FROM payments`).Scan(&rows, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 10000 || sum != "50005000" {
+		t.Fatalf("after migrating: %d rows summing %s, want 10000 summing 50005000", rows, sum)
+	}
+	for table, want := range map[string]string{
+		"payments":      "UNIQUE (chain_id, tx_hash, log_index)",
+		"rejected_logs": "UNIQUE (chain_id, tx_hash, log_index)",
+	} {
+		var defs []string
+		r, err := conn.Query(ctx, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'u'`, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r.Next() {
+			var d string
+			if err := r.Scan(&d); err != nil {
+				t.Fatal(err)
+			}
+			defs = append(defs, d)
+		}
+		r.Close()
+		if len(defs) != 1 || defs[0] != want {
+			t.Fatalf("%s unique constraints = %v, want only %s", table, defs, want)
+		}
+	}
+	var invalid int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_index WHERE NOT indisvalid`).Scan(&invalid); err != nil {
+		t.Fatal(err)
+	}
+	if invalid != 0 {
+		t.Fatalf("%d invalid indexes left behind", invalid)
+	}
+	// The same key on another chain is another payment; on the same chain, a duplicate.
+	tag, err := conn.Exec(ctx, `
+		INSERT INTO payments (chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at)
+		SELECT c, '0x'||repeat('ab', 20), '0x'||lpad(to_hex(1), 64, '0'), 1, 1, '0x'||repeat('cd', 32),
+		       '0x'||repeat('12', 20), '0x'||repeat('34', 32), 1, now()
+		FROM unnest(ARRAY[1, 2]) AS c
+		ON CONFLICT (chain_id, tx_hash, log_index) DO NOTHING`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag.RowsAffected() != 1 {
+		t.Fatalf("%d rows inserted, want 1 (chain 2's)", tag.RowsAffected())
+	}
+}

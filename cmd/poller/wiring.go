@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/payments"
+	"github.com/burnpoller/burnpoller/poller"
+	"github.com/burnpoller/burnpoller/service"
+)
+
+// command is what every subcommand starts from: its configuration, a logger
+// and a context cancelled by the first SIGTERM or SIGINT.
+type command struct {
+	cfg Config
+	log *slog.Logger
+	ctx context.Context
+	// stop releases the signal handlers; signalled tells which signal, if
+	// any, cancelled ctx.
+	stop      func()
+	signalled func() os.Signal
+}
+
+// newCommand loads the configuration of scope and reports every problem,
+// with flagProblems first, one line each; it returns nil and exit code 2
+// when there are any. Signal handlers are installed before anything else
+// starts, so that a signal during start-up gets the same orderly shutdown.
+func newCommand(stderr io.Writer, s scope, flagProblems []string) (*command, int) {
+	cfg, problems := loadConfig(s)
+	if code := reportProblems(stderr, append(flagProblems, problems...)); code != exitOK {
+		return nil, code
+	}
+	log := newLogger(cfg, stderr)
+	ctx, stop, signalled := notifyStopSignal(log)
+	return &command{cfg: cfg, log: log, ctx: ctx, stop: stop, signalled: signalled}, exitOK
+}
+
+// parts are the concrete dependencies of every command that reads the chain.
+type parts struct {
+	reg     *prometheus.Registry
+	metrics *poller.Metrics
+	pool    *pgxpool.Pool
+	store   *payments.Store
+	nodes   *chain.Endpoints
+}
+
+// open builds the parts; readOnly makes every database session read-only.
+func (c *command) open(readOnly bool) (*parts, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := poller.NewMetrics(reg, version, revision(), runtime.Version())
+	pool, err := newPool(c.ctx, c.cfg, readOnly)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the database pool: %w", err)
+	}
+	store := payments.NewStore(pool)
+	reg.MustRegister(poller.NewQueueUsageCollector(store.NotificationQueueUsage, 2*time.Second))
+	nodes, err := dialEndpoints(c.ctx, c.cfg, metrics, c.log)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("configuring the node client: %w", err)
+	}
+	return &parts{reg: reg, metrics: metrics, pool: pool, store: store, nodes: nodes}, nil
+}
+
+// close closes the node clients, then the pool.
+func (p *parts) close() {
+	p.nodes.Close()
+	p.pool.Close()
+}
+
+func (p *parts) deps(log *slog.Logger) service.Deps {
+	return service.Deps{Pool: p.pool, Store: p.store, Nodes: p.nodes, Log: log}
+}
+
+// writerConfig is the group's writer, before its hook is prepared.
+func (c *command) writerConfig() poller.WriterConfig {
+	return poller.WriterConfig{
+		Group:         c.cfg.cursorID(),
+		ChainID:       c.cfg.ChainID,
+		Contract:      common.HexToAddress(c.cfg.BurnContract),
+		MaxBlockRange: c.cfg.MaxBlockRange,
+		LockWait:      c.cfg.LockWait,
+		TxTimeout:     c.cfg.TxTimeout,
+	}
+}
+
+// prep is what a writer of the group waits for at start.
+func (c *command) prep() service.Prep {
+	return service.Prep{
+		Group:            c.cfg.cursorID(),
+		Migrate:          c.cfg.Migrate,
+		HookSQL:          c.cfg.PaymentHookSQL,
+		ReplaceGroupHook: c.cfg.AllowHookChange,
+	}
+}
+
+// exitCode is the exit status for an error start-up returned.
+func exitCode(err error) int {
+	if errors.Is(err, service.ErrRefused) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// dialEndpoints prepares a client for each RPC_URL endpoint.
+// A nil obs discards the observations.
+func dialEndpoints(ctx context.Context, cfg Config, obs chain.EndpointsObserver, log *slog.Logger) (*chain.Endpoints, error) {
+	var clients []*chain.Client
+	for _, u := range cfg.rpcURLs() {
+		var copts chain.Options
+		copts.Timeout = cfg.RPCTimeout
+		if obs != nil {
+			copts.Observer = obs
+		}
+		c, err := chain.Dial(ctx, u, copts)
+		if err != nil {
+			for _, c := range clients {
+				c.Close()
+			}
+			return nil, err
+		}
+		clients = append(clients, c)
+	}
+	return chain.NewEndpoints(clients, chain.EndpointsConfig{
+		ChainID:       cfg.ChainID,
+		Finality:      chain.Finality(cfg.Finality),
+		Confirmations: cfg.Confirmations,
+		MaxRange:      cfg.MaxBlockRange,
+	}, obs, log), nil
+}
+
+func newPool(ctx context.Context, cfg Config, readOnly bool) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, errors.New("DATABASE_URL is not a valid connection string")
+	}
+	// One connection works, one serves probes, the rest absorb a slow release.
+	pc.MaxConns = 4
+	pc.MinConns = 0
+	pc.HealthCheckPeriod = 15 * time.Second
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	if _, ok := pc.ConnConfig.RuntimeParams["application_name"]; !ok {
+		pc.ConnConfig.RuntimeParams["application_name"] = "burnpoller"
+	}
+	if readOnly {
+		pc.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	return pgxpool.NewWithConfig(ctx, pc)
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[cfg.LogLevel]
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// notifyStopSignal returns a context cancelled by the first SIGTERM or
+// SIGINT (a second one exits the process at once), a function releasing
+// the handlers, and one telling which signal, if any, cancelled the context.
+func notifyStopSignal(log *slog.Logger) (context.Context, func(), func() os.Signal) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	var got atomic.Value
+	go func() {
+		select {
+		case s := <-sigs:
+			got.Store(s)
+			log.Info("signal received; stopping", slog.String("signal", s.String()))
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			log.Warn("second signal; exiting now", slog.String("signal", s.String()))
+			os.Exit(exitFailure)
+		case <-done:
+		}
+	}()
+	stop := func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
+	which := func() os.Signal {
+		s, _ := got.Load().(os.Signal)
+		return s
+	}
+	return ctx, stop, which
+}
+
+func revision() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}
+
+// startupBackoff is the back-off between attempts to reach the database.
+func startupBackoff() *backoff.ExponentialBackOff { return service.StartupBackoff() }

@@ -1,0 +1,167 @@
+package payments_test
+
+import (
+	"context"
+	"errors"
+	"math/big"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/burnpoller/burnpoller/payments"
+)
+
+func TestAgreeOnHook(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	a, b := payments.HookDigest("INSERT INTO credits VALUES ($8, $10)"), payments.HookDigest("SELECT 1")
+	steps := []struct {
+		name    string
+		digest  string
+		replace bool
+		wantErr bool
+	}{
+		{"the first writer records its hook", a, false, false},
+		{"the same hook agrees", a, false, false},
+		{"another hook is refused", b, false, true},
+		{"no hook is refused too", "", false, true},
+		{"told to, it replaces the group's", b, true, false},
+		{"the old one is refused now", a, false, true},
+	}
+	for _, st := range steps {
+		err := s.AgreeOnHook(ctx, "g", st.digest, st.replace)
+		if gotErr := errors.Is(err, payments.ErrHookMismatch); gotErr != st.wantErr || (err != nil && !gotErr) {
+			t.Fatalf("%s: AgreeOnHook = %v", st.name, err)
+		}
+	}
+	// Other groups are not concerned.
+	if err := s.AgreeOnHook(ctx, "other", "", false); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.Begin(ctx, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := tx.CheckHook(ctx, "g", b); err != nil {
+		t.Fatalf("CheckHook with the group's hook = %v", err)
+	}
+	if err := tx.CheckHook(ctx, "g", a); !errors.Is(err, payments.ErrHookMismatch) || strings.Contains(err.Error(), a[:8]) || strings.Contains(err.Error(), b[:8]) {
+		t.Fatalf("CheckHook with another hook = %v", err)
+	}
+	if err := tx.CheckHook(ctx, "never-recorded", a); err != nil {
+		t.Fatalf("CheckHook of a group that recorded none = %v", err)
+	}
+	if payments.HookDigest("  ") != "" || len(a) != 64 {
+		t.Fatalf("HookDigest: blank %q, statement %q", payments.HookDigest("  "), a)
+	}
+}
+
+// TestTheKeyIsPerChain: the same transaction hash and log index on two
+// chains are two payments; on one chain, one.
+func TestTheKeyIsPerChain(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	if _, err := s.SeedCursor(ctx, "c", -1, ""); err != nil {
+		t.Fatal(err)
+	}
+	onA := payment(1, 0, big.NewInt(5))
+	onB := onA
+	onB.ChainID = 10
+	if n := commitRange(t, s, "c", -1, 10, []payments.Payment{onA, onB, onA}); n != 2 {
+		t.Fatalf("%d inserted, want 2 (one per chain)", n)
+	}
+	var chains []int64
+	rows, err := pool.Query(ctx, `SELECT chain_id FROM payments ORDER BY chain_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c int64
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		chains = append(chains, c)
+	}
+	rows.Close()
+	if !slices.Equal(chains, []int64{10, 1337}) {
+		t.Fatalf("chains = %v, want [10 1337]", chains)
+	}
+	// The same holds for rejected logs.
+	tx, err := s.Begin(ctx, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	rj := payments.RejectedLog{ChainID: 1337, Contract: onA.Contract, TxHash: onA.TxHash, BlockNumber: 7, BlockHash: onA.BlockHash, Raw: []byte(`{}`), Reason: "x"}
+	rj2 := rj
+	rj2.ChainID = 10
+	if n, err := tx.InsertRejected(ctx, []payments.RejectedLog{rj, rj2, rj}); err != nil || n != 2 {
+		t.Fatalf("InsertRejected = %d, %v; want 2 new", n, err)
+	}
+}
+
+func TestLedgerRowsAndOrphans(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	if _, err := s.SeedCursor(ctx, "c", -1, ""); err != nil {
+		t.Fatal(err)
+	}
+	at := func(tx byte, block int64) payments.Payment {
+		p := payment(tx, 0, big.NewInt(int64(tx)))
+		p.BlockNumber = block
+		return p
+	}
+	otherContract := at(9, 12)
+	otherContract.Contract = "0x" + strings.Repeat("cc", 20)
+	commitRange(t, s, "c", -1, 30, []payments.Payment{at(1, 5), at(2, 10), at(3, 12), at(4, 20), otherContract})
+	contracts := []string{at(1, 0).Contract}
+
+	tx, err := s.Begin(ctx, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	blocksOf := func(rs []payments.Recorded) []int64 {
+		var out []int64
+		for _, r := range rs {
+			out = append(out, r.BlockNumber)
+		}
+		return out
+	}
+	// Rows in [10, 12], and the rows of tx 4 wherever they are.
+	rows, err := tx.LedgerRows(ctx, 1337, contracts, 10, 12, []string{at(4, 0).TxHash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := blocksOf(rows); !slices.Equal(got, []int64{10, 12, 20}) {
+		t.Fatalf("LedgerRows blocks = %v, want [10 12 20]", got)
+	}
+	if err := tx.MarkOrphaned(ctx, []int64{rows[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = tx.LedgerRows(ctx, 1337, contracts, 0, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := blocksOf(rows); !slices.Equal(got, []int64{5, 10, 20}) {
+		t.Fatalf("LedgerRows after orphaning block 12 = %v, want [5 10 20]", got)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := s.PaymentBlocksAbove(ctx, 1337, contracts, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(blocks, []int64{10, 20}) {
+		t.Fatalf("PaymentBlocksAbove(5) = %v, want [10 20]", blocks)
+	}
+	recs, err := s.PaymentsInBlocks(ctx, 1337, contracts[0], 12, 12)
+	if err != nil || len(recs) != 1 || !recs[0].Orphaned {
+		t.Fatalf("PaymentsInBlocks(12) = %+v, %v; want the orphaned row", recs, err)
+	}
+}

@@ -1,0 +1,75 @@
+package poller
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+
+	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/payments"
+)
+
+// toPayments converts validated burns of chain chainID to ledger rows, in
+// chain order: concurrent writers (a backfill beside the live loop) then take
+// unique-index locks in the same order and cannot deadlock.
+func toPayments(chainID uint64, burns []chain.Burn) ([]payments.Payment, error) {
+	burns = slices.Clone(burns)
+	slices.SortFunc(burns, func(a, b chain.Burn) int {
+		return cmp.Or(cmp.Compare(a.BlockNumber, b.BlockNumber), cmp.Compare(a.LogIndex, b.LogIndex))
+	})
+	ps := make([]payments.Payment, len(burns))
+	for i, b := range burns {
+		if b.LogIndex > 1<<31-1 || b.BlockNumber > 1<<62 {
+			return nil, fmt.Errorf("%w: burn in tx %s: log index %d or block %d out of range", chain.ErrBadReply, b.TxHash.Hex(), b.LogIndex, b.BlockNumber)
+		}
+		ps[i] = payments.Payment{
+			ChainID:     chainID,
+			Contract:    lowerHex(b.Contract),
+			TxHash:      b.TxHash.Hex(),
+			LogIndex:    uint32(b.LogIndex),
+			BlockNumber: int64(b.BlockNumber),
+			BlockHash:   b.BlockHash.Hex(),
+			Payer:       lowerHex(b.Payer),
+			Digest:      b.Digest.Hex(),
+			Amount:      b.Amount,
+			BurnedAt:    time.Unix(b.Timestamp, 0).UTC(),
+		}
+	}
+	return ps, nil
+}
+
+// toRejected converts logs that did not decode to rejected_logs rows.
+func toRejected(chainID uint64, rs []chain.Rejected) ([]payments.RejectedLog, error) {
+	out := make([]payments.RejectedLog, len(rs))
+	for i, r := range rs {
+		raw, err := r.Log.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("encoding rejected log: %w", err)
+		}
+		if r.Log.Index > 1<<31-1 || r.Log.BlockNumber > 1<<62 {
+			return nil, fmt.Errorf("%w: rejected log in tx %s: log index %d or block %d out of range", chain.ErrBadReply, r.Log.TxHash.Hex(), r.Log.Index, r.Log.BlockNumber)
+		}
+		out[i] = payments.RejectedLog{
+			ChainID:     chainID,
+			Contract:    lowerHex(r.Log.Address),
+			TxHash:      r.Log.TxHash.Hex(),
+			LogIndex:    uint32(r.Log.Index),
+			BlockNumber: int64(r.Log.BlockNumber),
+			BlockHash:   r.Log.BlockHash.Hex(),
+			Raw:         raw,
+			Reason:      r.Reason,
+		}
+	}
+	return out, nil
+}
+
+// lowerHex is an address as the ledger stores it: lowercase 0x hex. (Hex()
+// computes the EIP-55 checksum, a Keccak hash per call, only to lowercase it.)
+func lowerHex(a common.Address) string { return hexutil.Encode(a[:]) }
+
+// hashHex is a hash as the ledger stores it.
+func hashHex(h common.Hash) string { return h.Hex() }

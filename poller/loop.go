@@ -1,0 +1,342 @@
+// Package poller turns burn logs into payments. Every write goes through one
+// range transaction (Writer, RangeTx) that locks the cursor row, checks
+// continuity, reads the chain, records the range's payments and advances the
+// cursor, so that only one writer of a group works at a time and a range is
+// either wholly recorded or not at all. The live loop (Loop), backfills
+// (Backfill), rescans and cursor resets (Writer.Reset) all use it; Verifier
+// only reads.
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+
+	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/internal/testsignal"
+	"github.com/burnpoller/burnpoller/payments"
+)
+
+// LoopConfig is the live loop's behaviour; see cmd/poller for the variables
+// behind it.
+type LoopConfig struct {
+	CursorID     string
+	StartBlock   uint64
+	PollInterval time.Duration
+	// DrainTimeout is how long an in-flight transaction may go on after
+	// Run's context is cancelled before it is rolled back.
+	DrainTimeout time.Duration
+	// MaxBackoff caps the wait after errors; zero means 30 seconds.
+	MaxBackoff time.Duration
+	// RescanDepth is how many committed blocks below the cursor a rescan
+	// re-reads; zero disables rescans.
+	RescanDepth uint64
+	// RescanInterval is the least time between rescans.
+	RescanInterval time.Duration
+	// UntilCaughtUp makes Run return once the cursor has reached the target.
+	UntilCaughtUp bool
+	// Wake, if set, ends the wait after reaching the target early: a new
+	// head arrived (chain.WatchHeads).
+	Wake <-chan struct{}
+}
+
+// LoopSignals tell a test what the loop did; they are off unless a test
+// initialises them.
+type LoopSignals struct {
+	// Committed: a transaction that advanced the cursor committed.
+	Committed testsignal.Signal[Totals]
+	// Idle: the loop reached the target (the cursor block) and committed.
+	Idle testsignal.Signal[int64]
+	// Standby: another writer held the lock.
+	Standby testsignal.Signal[struct{}]
+	// Failed: a transaction failed and was rolled back.
+	Failed testsignal.Signal[error]
+	// Latched: a finality violation latched; Cleared: a reset cleared it.
+	Latched testsignal.Signal[*ViolationError]
+	Cleared testsignal.Signal[payments.Cursor]
+	// LatchChecked: while latched, the loop looked for a reset and found
+	// none (it writes nothing meanwhile).
+	LatchChecked testsignal.Signal[payments.Cursor]
+	// Rescanned: a rescan committed.
+	Rescanned testsignal.Signal[Totals]
+}
+
+// Loop is the live poller: it repeats range transactions on the group's
+// cursor until stopped. Health is safe to call concurrently with Run.
+type Loop struct {
+	cfg     LoopConfig
+	w       *Writer
+	metrics *Metrics
+	log     *slog.Logger
+	beat    *Heartbeat
+	latch   latch
+
+	// Signals are for tests; set them up before Run.
+	Signals LoopSignals
+}
+
+// NewLoop returns the live loop of w's group. beat is the liveness
+// heartbeat it keeps while running; metrics may be nil.
+func NewLoop(cfg LoopConfig, w *Writer, metrics *Metrics, beat *Heartbeat, log *slog.Logger) *Loop {
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = defaultMaxBackoff
+	}
+	return &Loop{cfg: cfg, w: w, metrics: metrics, beat: beat, log: log}
+}
+
+// Health returns why the loop is not ready, or nil: a latched finality
+// violation, a hook the group no longer agrees with, or transactions failing
+// without a success for FailingFor.
+func (l *Loop) Health() error { return l.latch.health() }
+
+// Violation returns the latched finality violation, or "" if there is none.
+func (l *Loop) Violation() string { return l.latch.text() }
+
+// outcome is what one poll did.
+type outcome int
+
+const (
+	outIdle      outcome = iota // cursor at target, or stopped before taking the lock
+	outCommitted                // range committed, target reached
+	outBehind                   // range committed, more to do at once
+	outStandby                  // another writer holds the lock
+)
+
+// Run polls until ctx is cancelled. Cancelling ctx stops new transactions
+// and lock waits at once; a transaction already holding the lock may finish
+// for up to DrainTimeout before it is rolled back. Run returns nil after a
+// clean stop, a *ViolationError when UntilCaughtUp and a violation latched,
+// or an error when it cannot start (the cursor cannot be seeded before ctx
+// ends).
+func (l *Loop) Run(ctx context.Context) error {
+	// hard outlives ctx by DrainTimeout: it bounds the in-flight transaction.
+	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHard()
+	go func() {
+		select {
+		case <-hard.Done():
+			return
+		case <-ctx.Done():
+		}
+		t := time.NewTimer(l.cfg.DrainTimeout)
+		defer t.Stop()
+		select {
+		case <-hard.Done():
+		case <-t.C:
+			cancelHard()
+		}
+	}()
+
+	if err := l.seed(ctx); err != nil {
+		return err
+	}
+	b := newBackoff(l.cfg.MaxBackoff)
+	for ctx.Err() == nil {
+		l.beat.Beat()
+		if _, latched := l.latch.latched(); latched {
+			l.checkReset(ctx)
+			sleep(ctx, l.cfg.PollInterval, l.beat)
+			continue
+		}
+		out, err := l.poll(ctx, hard)
+		l.latch.note(err)
+		var v *ViolationError
+		switch {
+		case errors.As(err, &v):
+			l.latchViolation(ctx, v)
+			if l.cfg.UntilCaughtUp {
+				return err
+			}
+		case err != nil && ctx.Err() != nil:
+			l.log.Info("transaction ended by shutdown", slog.Any("err", err))
+		case err != nil:
+			l.Signals.Failed.Send(err)
+			wait := retryWait(b, err, l.cfg.MaxBackoff)
+			l.log.Error("poll failed; rolled back, retrying", slog.Any("err", err),
+				slog.String("class", string(chain.ClassOf(err))), slog.Duration("retry_in", wait))
+			sleep(ctx, wait, l.beat)
+		case out == outBehind, out == outStandby:
+			b.Reset()
+		case l.cfg.UntilCaughtUp && ctx.Err() == nil:
+			l.log.Info("caught up with the target; stopping as asked")
+			return nil
+		default:
+			b.Reset()
+			l.idle(ctx)
+		}
+	}
+	return nil
+}
+
+// idle waits POLL_INTERVAL after reaching the target, or less if a new head
+// arrives first.
+func (l *Loop) idle(ctx context.Context) {
+	if l.cfg.Wake == nil {
+		sleep(ctx, l.cfg.PollInterval, l.beat)
+		return
+	}
+	t := time.NewTimer(l.cfg.PollInterval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-l.cfg.Wake:
+	}
+	l.beat.Beat()
+}
+
+// seed creates the cursor row at START_BLOCK-1 unless it exists, retrying
+// while the database or the node is unreachable.
+func (l *Loop) seed(ctx context.Context) error {
+	start := int64(l.cfg.StartBlock) - 1
+	_, err := backoff.Retry(ctx, func() (payments.Cursor, error) {
+		l.beat.Beat()
+		c, err := l.w.Seed(ctx, l.cfg.CursorID, start)
+		if err != nil {
+			return c, err
+		}
+		if c.Block != start {
+			l.log.Info("cursor exists; START_BLOCK does not move it",
+				slog.String("cursor_id", c.ID), slog.Int64("cursor_block", c.Block), slog.Uint64("start_block", l.cfg.StartBlock))
+		}
+		l.metrics.cursor(c.Block)
+		return c, nil
+	}, backoff.WithBackOff(newBackoff(l.cfg.MaxBackoff)), backoff.WithMaxElapsedTime(0), backoff.WithNotify(func(err error, d time.Duration) {
+		l.log.Warn("seeding cursor failed; retrying", slog.Any("err", err), slog.Duration("retry_in", d))
+	}))
+	if err != nil {
+		return fmt.Errorf("seeding cursor %q: %w", l.cfg.CursorID, err)
+	}
+	return nil
+}
+
+// poll runs one range transaction: begin, lock the cursor, read the target,
+// then either record the ranges up to it or, at the target, rescan when
+// due; commit.
+func (l *Loop) poll(stop, hard context.Context) (out outcome, err error) {
+	start := time.Now()
+	defer func() { l.metrics.poll(time.Since(start), resultLabel(out, err)) }()
+	ctx, cancel := context.WithTimeout(hard, l.w.cfg.TxTimeout)
+	defer cancel()
+	lockStart := time.Now()
+	tx, err := l.w.Begin(stop, ctx, l.cfg.CursorID)
+	l.metrics.lockWait(time.Since(lockStart))
+	switch {
+	case errors.Is(err, payments.ErrLockTimeout):
+		l.Signals.Standby.Send(struct{}{})
+		return outStandby, nil
+	case err != nil && stop.Err() != nil:
+		return outIdle, nil
+	case err != nil:
+		return outIdle, err
+	}
+	defer tx.Rollback()
+	l.metrics.lockHeld(true)
+	defer l.metrics.lockHeld(false)
+	cur := tx.Cursor()
+	l.metrics.cursor(cur.Block)
+
+	target, err := l.w.node.Target(ctx)
+	if err != nil {
+		return outIdle, fmt.Errorf("reading the target: %w", err)
+	}
+	l.metrics.target(target.Highest, cur.Block)
+
+	if _, _, ok := NextRange(cur.Block, target.Block, 1); !ok {
+		// Rescan only through a node that can prove the cursor block: one
+		// behind it may lack the block or sit on a minority fork.
+		rescan := target.Block >= cur.Block && l.rescanDue(cur)
+		if rescan {
+			if _, err := tx.Rescan(ctx, max(cur.Block-int64(l.cfg.RescanDepth)+1, int64(l.cfg.StartBlock))); err != nil {
+				return outIdle, err
+			}
+		}
+		res, err := tx.Commit(ctx)
+		if err != nil {
+			return outIdle, err
+		}
+		if rescan {
+			l.rescanned(res)
+		}
+		l.Signals.Idle.Send(cur.Block)
+		return outIdle, nil
+	}
+
+	if _, err := tx.Advance(ctx, target.Block, l.w.BatchBudget()); err != nil {
+		return outIdle, err
+	}
+	res, err := tx.Commit(ctx)
+	if err != nil {
+		return outIdle, err
+	}
+	l.metrics.cursor(res.To)
+	l.metrics.target(target.Highest, res.To)
+	l.log.Info("range committed", slog.Int64("from", res.From), slog.Int64("to", res.To),
+		slog.Int("logs", res.Logs), slog.Int64("inserted", res.Inserted), slog.Int64("duplicates", res.Duplicates),
+		slog.Int("rejected", res.Rejected), slog.Int64("target", target.Block))
+	l.Signals.Committed.Send(res)
+	if res.To < target.Block {
+		return outBehind, nil
+	}
+	return outCommitted, nil
+}
+
+// rescanDue reports whether the group's rescan is due. The schedule lives
+// in the cursor row and is read against the database's clock, so the group
+// rescans once per interval however many replicas it has, whatever their
+// clocks say.
+func (l *Loop) rescanDue(cur payments.Cursor) bool {
+	return l.cfg.RescanDepth > 0 && cur.Block >= int64(l.cfg.StartBlock) &&
+		(cur.RescannedAt.IsZero() || cur.Now.Sub(cur.RescannedAt) >= l.cfg.RescanInterval)
+}
+
+// rescanned reports a committed rescan.
+func (l *Loop) rescanned(res Totals) {
+	if res.Recovered > 0 {
+		l.log.Error("rescan found burns missing from committed blocks; a node answered with less than the chain holds",
+			slog.Int64("recovered", res.Recovered), slog.Int64("from", res.RescanFrom), slog.Int64("to", res.RescanTo))
+	}
+	l.Signals.Rescanned.Send(res)
+}
+
+// latchViolation stops the loop from advancing until the cursor is reset.
+func (l *Loop) latchViolation(ctx context.Context, v *ViolationError) {
+	// The gauge first: whoever sees the violation also sees the gauge.
+	l.metrics.violation(true)
+	l.latch.set(v)
+	LogViolation(ctx, l.log, v)
+	l.Signals.Latched.Send(v)
+}
+
+// checkReset clears a latched violation once an operator has moved the cursor.
+func (l *Loop) checkReset(ctx context.Context) {
+	latched, _ := l.latch.latched()
+	c, err := l.w.store.Cursor(ctx, l.cfg.CursorID)
+	// A reset moves the cursor, or at least stamps it (a reset to the same
+	// block, after marking orphaned payments above it).
+	if err != nil || (c.Block == latched.Block && c.Hash == latched.Hash && c.UpdatedAt.Equal(latched.UpdatedAt)) {
+		l.Signals.LatchChecked.Send(c)
+		return
+	}
+	l.metrics.violation(false)
+	l.latch.clear()
+	l.log.Warn("cursor was reset; finality violation cleared, resuming",
+		slog.Int64("cursor_block", c.Block), slog.String("cursor_hash", c.Hash))
+	l.Signals.Cleared.Send(c)
+}
+
+func resultLabel(out outcome, err error) string {
+	switch {
+	case err != nil:
+		return ResultError
+	case out == outStandby:
+		return ResultStandby
+	case out == outCommitted, out == outBehind:
+		return ResultCommitted
+	}
+	return ResultIdle
+}

@@ -1,0 +1,200 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/payments"
+)
+
+var (
+	// ErrSkipRefused means a reset would move the cursor forward, skipping
+	// the burns in between, and was not allowed to.
+	ErrSkipRefused = errors.New("moving the cursor forward skips burns; pass --allow-skip if that is really meant")
+	// ErrCursorLocked means a running writer holds the cursor's lock.
+	ErrCursorLocked = errors.New("cursor is locked by a running replica")
+	// ErrBeyondTarget means a block is beyond the finality target, so its
+	// canonical hash is not final.
+	ErrBeyondTarget = errors.New("block is beyond the finality target")
+)
+
+// ResetOptions are an operator's choices for a cursor reset.
+type ResetOptions struct {
+	// AllowSkip allows moving the cursor forward, which skips the burns in
+	// between.
+	AllowSkip bool
+	// MarkOrphaned marks the group's payments above the new position whose
+	// blocks are no longer on the canonical chain as orphaned (they stay in
+	// the ledger): after a finality violation, the writers would otherwise
+	// find them again and latch again.
+	MarkOrphaned bool
+	// Wait waits for the cursor's lock for as long as it takes instead of
+	// refusing while a writer holds it.
+	Wait bool
+}
+
+// ResetResult is what a reset did.
+type ResetResult struct {
+	// From is the cursor before the reset.
+	From payments.Cursor
+	// To and Hash are where it is now; Hash is block To's canonical hash
+	// ("" for To = -1).
+	To   int64
+	Hash string
+	// Orphaned are the payments marked orphaned.
+	Orphaned []payments.Recorded
+	// DBUser is the database role that made the reset.
+	DBUser string
+}
+
+// Reset moves cursor id to block to, under its lock, with block to's
+// canonical hash from the node so that the next range's continuity check
+// holds. It refuses a block beyond the finality target, and moving forward
+// unless opts.AllowSkip; with opts.MarkOrphaned it marks the payments above
+// to whose blocks the chain no longer holds. Cursor resets and backfill
+// restarts both go through it.
+func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptions) (ResetResult, error) {
+	hash := ""
+	if to >= 0 {
+		target, err := w.node.Target(ctx)
+		if err != nil {
+			return ResetResult{}, fmt.Errorf("reading the target: %w", err)
+		}
+		if to > target.Block {
+			return ResetResult{}, fmt.Errorf("%w: block %d, target %d", ErrBeyondTarget, to, target.Block)
+		}
+		h, err := w.node.Header(ctx, uint64(to))
+		if err != nil {
+			return ResetResult{}, fmt.Errorf("reading block %d from the node: %w", to, err)
+		}
+		hash = hashHex(h.Hash)
+	}
+	// Canonical hashes of the blocks above to that hold payments, read
+	// before taking the lock so that the lock is held briefly.
+	hashes := map[int64]string{}
+	if opts.MarkOrphaned {
+		blocks, err := w.store.PaymentBlocksAbove(ctx, w.cfg.ChainID, []string{lowerHex(w.cfg.Contract)}, to)
+		if err != nil {
+			return ResetResult{}, err
+		}
+		if err := w.canonicalHashes(ctx, blocks, hashes); err != nil {
+			return ResetResult{}, err
+		}
+	}
+
+	limits := payments.Limits{LockWait: min(2*time.Second, w.cfg.LockWait), TxTimeout: time.Minute}
+	if opts.Wait {
+		limits = payments.Limits{LockWait: 24 * time.Hour, TxTimeout: 25 * time.Hour}
+	}
+	tctx, cancel := context.WithTimeout(ctx, limits.TxTimeout)
+	defer cancel()
+	t, err := w.begin(tctx, tctx, id, limits, false)
+	if errors.Is(err, payments.ErrLockTimeout) {
+		return ResetResult{}, fmt.Errorf("cursor %q: %w; retry, or pass --wait: %w", id, ErrCursorLocked, err)
+	}
+	if err != nil {
+		return ResetResult{}, err
+	}
+	defer t.Rollback()
+	cur := t.cur
+	if to > cur.Block && !opts.AllowSkip {
+		return ResetResult{}, fmt.Errorf("cursor %q is at %d, --to %d: %w", id, cur.Block, to, ErrSkipRefused)
+	}
+	res := ResetResult{From: cur, To: to, Hash: hash}
+	if res.DBUser, err = t.tx.DatabaseUser(tctx); err != nil {
+		return ResetResult{}, err
+	}
+	if opts.MarkOrphaned {
+		rows, err := t.tx.LedgerRows(tctx, w.cfg.ChainID, []string{lowerHex(w.cfg.Contract)}, to+1, maxBlock, nil)
+		if err != nil {
+			return ResetResult{}, err
+		}
+		// Rows committed since the first read need their blocks' hashes too.
+		var more []int64
+		for _, r := range rows {
+			if _, ok := hashes[r.BlockNumber]; !ok {
+				more = append(more, r.BlockNumber)
+			}
+		}
+		if err := w.canonicalHashes(tctx, more, hashes); err != nil {
+			return ResetResult{}, err
+		}
+		var ids []int64
+		for _, r := range rows {
+			if hashes[r.BlockNumber] != r.BlockHash {
+				ids = append(ids, r.ID)
+				res.Orphaned = append(res.Orphaned, r)
+			}
+		}
+		if err := t.tx.MarkOrphaned(tctx, ids); err != nil {
+			return ResetResult{}, err
+		}
+	}
+	if err := t.tx.MoveCursor(tctx, id, cur.Block, to, hash); err != nil {
+		return ResetResult{}, err
+	}
+	if _, err := t.Commit(tctx); err != nil {
+		return ResetResult{}, err
+	}
+	for _, r := range res.Orphaned {
+		w.log.Warn("payment marked orphaned: its block is no longer on the canonical chain",
+			slog.Int64("id", r.ID), slog.String("tx", r.TxHash), slog.Uint64("log_index", uint64(r.LogIndex)),
+			slog.Int64("block", r.BlockNumber), slog.String("block_hash", r.BlockHash),
+			slog.String("chain_hash", hashes[r.BlockNumber]), slog.String("payer", r.Payer), slog.String("amount", r.Amount.String()))
+	}
+	return res, nil
+}
+
+// maxBlock is above any block number the ledger can hold.
+const maxBlock = 1 << 62
+
+// canonicalHashes fills hashes with the canonical hash of each block in
+// blocks not yet in it; a block the node does not have (beyond its head)
+// gets "".
+func (w *Writer) canonicalHashes(ctx context.Context, blocks []int64, hashes map[int64]string) error {
+	for _, n := range blocks {
+		if _, ok := hashes[n]; ok {
+			continue
+		}
+		h, err := w.node.Header(ctx, uint64(n))
+		switch {
+		case errors.Is(err, chain.ErrNotFound):
+			hashes[n] = "" // the new branch is shorter
+		case err != nil:
+			return fmt.Errorf("reading block %d from the node: %w", n, err)
+		default:
+			hashes[n] = hashHex(h.Hash)
+		}
+	}
+	return nil
+}
+
+// Seed creates cursor id at block, unless it exists, with the canonical
+// hash of block when the node can prove it (block at or below the finality
+// target), so that the first range after it is checked for continuity like
+// every other. It returns the cursor as it stands.
+func (w *Writer) Seed(ctx context.Context, id string, block int64) (payments.Cursor, error) {
+	c, err := w.store.Cursor(ctx, id)
+	if err == nil || !errors.Is(err, payments.ErrCursorNotFound) {
+		return c, err
+	}
+	hash := ""
+	if block >= 0 {
+		target, err := w.node.Target(ctx)
+		if err != nil {
+			return payments.Cursor{}, fmt.Errorf("reading the target: %w", err)
+		}
+		if block <= target.Block {
+			h, err := w.node.Header(ctx, uint64(block))
+			if err != nil {
+				return payments.Cursor{}, fmt.Errorf("reading block %d from the node: %w", block, err)
+			}
+			hash = hashHex(h.Hash)
+		}
+	}
+	return w.store.SeedCursor(ctx, id, block, hash)
+}

@@ -1,0 +1,424 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/payments"
+)
+
+// Node is what writers need from the chain; *chain.Endpoints is the real
+// one. BurnRange may return a range ending before maxTo (a provider's
+// limit); the writer records what it got.
+type Node interface {
+	Target(ctx context.Context) (chain.Target, error)
+	BurnRange(ctx context.Context, contract common.Address, from, maxTo uint64) (chain.Range, error)
+	// Header returns the canonical header of block n.
+	Header(ctx context.Context, n uint64) (chain.Header, error)
+	// HintDensity tells how many logs the ledger holds over a span of blocks.
+	HintDensity(blocks uint64, logs int)
+}
+
+// WriterConfig is what every writer of one poller group shares.
+type WriterConfig struct {
+	// Group is the poller group (CURSOR_ID); its writers agree on the hook.
+	Group    string
+	ChainID  uint64
+	Contract common.Address
+	// MaxBlockRange is the most blocks one eth_getLogs call asks for.
+	MaxBlockRange uint64
+	LockWait      time.Duration
+	TxTimeout     time.Duration
+	// Hook, if set, runs for every newly inserted payment in its transaction.
+	Hook *payments.Hook
+	// HookDigest is payments.HookDigest of the hook's statement ("" for none).
+	HookDigest string
+	// IgnoreGroupHook lets this writer record with another hook than the
+	// group's (a backfill told so); others refuse to write.
+	IgnoreGroupHook bool
+}
+
+// Writer is the one way anything reaches the ledger: every payment, rejected
+// log and cursor move goes through a RangeTx it begins. The live loop, its
+// catch-up, backfills, rescans and cursor resets all use it. It is safe for
+// concurrent use.
+type Writer struct {
+	cfg     WriterConfig
+	store   *payments.Store
+	node    Node
+	metrics *Metrics
+	log     *slog.Logger
+	hinted  atomic.Bool
+}
+
+// NewWriter returns the writer of a group. metrics may be nil.
+func NewWriter(cfg WriterConfig, store *payments.Store, node Node, metrics *Metrics, log *slog.Logger) *Writer {
+	return &Writer{cfg: cfg, store: store, node: node, metrics: metrics, log: log}
+}
+
+// BatchBudget is how long one transaction keeps recording ranges while
+// behind: long enough to save commits and lock hand-overs, short enough that
+// a failure loses little and the transaction stays far from TX_TIMEOUT.
+func (w *Writer) BatchBudget() time.Duration {
+	return min(w.cfg.TxTimeout/4, 2*time.Second)
+}
+
+// RangeTx is one range transaction: bounded by the server's timeouts,
+// holding the cursor row's lock for its whole life. Because the lock, the
+// inserts and the cursor update share it, a writer that loses its session
+// (crash, freeze, partition) can never commit, and the server-side timeouts
+// free the lock of a holder that stopped responding. It reads top to bottom:
+// begin, lock, check continuity, fetch, validate, record, notify, advance,
+// commit.
+type RangeTx struct {
+	w      *Writer
+	tx     *payments.Tx
+	cur    payments.Cursor
+	note   payments.Notification
+	totals Totals
+	used   bool
+}
+
+// Totals is what a range transaction recorded.
+type Totals struct {
+	// From and To are the blocks the cursor advanced over (To < From when
+	// it did not move).
+	From, To   int64
+	Logs       int
+	Rejected   int
+	Inserted   int64
+	Duplicates int64
+	// Rescanned is set when the transaction re-read [RescanFrom, RescanTo]
+	// below the cursor; Recovered is how many payments that found missing.
+	Rescanned            bool
+	RescanFrom, RescanTo int64
+	Recovered            int64
+}
+
+// Begin opens cursor id's range transaction with the group's bounds and
+// locks the cursor row. Until the lock is held nothing is in flight, so stop
+// cancels the wait at once; after that the transaction runs under ctx. A
+// lock held elsewhere for longer than LockWait gives payments.ErrLockTimeout;
+// a hook the group does not agree on gives payments.ErrHookMismatch. On
+// success the caller must Commit or Rollback.
+func (w *Writer) Begin(stop, ctx context.Context, id string) (*RangeTx, error) {
+	return w.begin(stop, ctx, id, payments.Limits{LockWait: w.cfg.LockWait, TxTimeout: w.cfg.TxTimeout}, !w.cfg.IgnoreGroupHook)
+}
+
+func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Limits, checkHook bool) (*RangeTx, error) {
+	waitCtx, cancelWait := context.WithCancel(ctx)
+	unhook := context.AfterFunc(stop, cancelWait)
+	defer func() { unhook(); cancelWait() }()
+	tx, err := w.store.Begin(waitCtx, limits)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := tx.LockCursor(waitCtx, id)
+	if err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	if checkHook {
+		if err := tx.CheckHook(ctx, w.cfg.Group, w.cfg.HookDigest); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+	}
+	return &RangeTx{w: w, tx: tx, cur: cur, totals: Totals{From: cur.Block + 1, To: cur.Block}}, nil
+}
+
+// Cursor is the cursor as the transaction locked it.
+func (t *RangeTx) Cursor() payments.Cursor { return t.cur }
+
+// Commit notifies listeners of the payments the transaction inserted and
+// commits; the totals count in the metrics only once it has.
+func (t *RangeTx) Commit(ctx context.Context) (Totals, error) {
+	if err := t.tx.Notify(ctx, t.note); err != nil {
+		return Totals{}, err
+	}
+	if err := t.tx.Commit(ctx); err != nil {
+		return Totals{}, err
+	}
+	t.w.metrics.committed(t.totals)
+	return t.totals, nil
+}
+
+// Rollback ends the transaction without writing; it is safe after Commit.
+func (t *RangeTx) Rollback() { t.tx.Rollback() }
+
+// errUsed guards the one-operation-per-transaction rule: a cursor moved
+// twice in one transaction would be checked against a stale hash.
+var errUsed = errors.New("range transaction already used")
+
+// Advance records the blocks after the cursor up to block to: range after
+// range, fetching each next range while the current one is recorded, until
+// it reaches to or budget runs out; then it moves the cursor to the end of
+// the last range recorded. The first range must continue the cursor's block
+// (its parent hash is the cursor's hash), else the chain no longer holds
+// what was committed: a *ViolationError, and nothing is written. At most two
+// ranges are in memory.
+func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (Totals, error) {
+	if t.used {
+		return Totals{}, errUsed
+	}
+	t.used = true
+	cur := t.cur
+	if to <= cur.Block {
+		return t.totals, nil
+	}
+	if !t.w.hinted.Load() {
+		t.hintDensity(ctx)
+	}
+	type fetched struct {
+		r   chain.Range
+		err error
+	}
+	var (
+		permits = make(chan struct{}, 1)
+		results = make(chan fetched, 1)
+		wg      sync.WaitGroup
+	)
+	fctx, cancel := context.WithCancel(ctx)
+	defer func() { cancel(); wg.Wait() }()
+	wg.Go(func() {
+		from := cur.Block + 1
+		for {
+			select {
+			case <-fctx.Done():
+				return
+			case <-permits:
+			}
+			_, maxTo, ok := NextRange(from-1, to, t.w.cfg.MaxBlockRange)
+			if !ok {
+				return
+			}
+			r, err := t.w.node.BurnRange(fctx, t.w.cfg.Contract, uint64(from), uint64(maxTo))
+			if err != nil {
+				err = fmt.Errorf("fetching burns of blocks [%d, %d]: %w", from, maxTo, err)
+			}
+			select {
+			case results <- fetched{r, err}:
+			case <-fctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+			from = int64(r.To.Number) + 1
+		}
+	})
+
+	deadline := time.Now().Add(budget)
+	end, hash := cur.Block, cur.Hash
+	permits <- struct{}{}
+	for {
+		var f fetched
+		select {
+		case f = <-results:
+		case <-ctx.Done():
+			return Totals{}, ctx.Err()
+		}
+		if f.err != nil {
+			return Totals{}, f.err
+		}
+		r, from := f.r, end+1
+		last := int64(r.To.Number)
+		if r.From.Number != uint64(from) || last < from || last > to {
+			return Totals{}, fmt.Errorf("%w: asked for blocks from %d to at most %d, got [%d, %d]", chain.ErrBadReply, from, to, r.From.Number, last)
+		}
+		if hash != "" && hashHex(r.From.ParentHash) != hash {
+			if from == cur.Block+1 {
+				return Totals{}, &ViolationError{Cursor: cur, Block: cur.Block, Committed: cur.Hash,
+					ChainHash: hashHex(r.From.ParentHash), SeenAt: r.From.Number}
+			}
+			// The node changed its chain between two of our own reads.
+			return Totals{}, fmt.Errorf("%w: block %d's parent is %s, but block %d was %s a moment ago",
+				chain.ErrBadReply, from, hashHex(r.From.ParentHash), from-1, hash)
+		}
+		more := last < to && time.Now().Before(deadline)
+		if more {
+			permits <- struct{}{} // the next range comes while this one is written
+		}
+		got, err := t.record(ctx, r)
+		if err != nil {
+			return Totals{}, err
+		}
+		t.totals.Logs += got.logs
+		t.totals.Rejected += got.rejected
+		t.totals.Inserted += got.inserted
+		t.totals.Duplicates += got.duplicates
+		end, hash = last, hashHex(r.To.Hash)
+		if !more {
+			break
+		}
+	}
+	if err := t.tx.MoveCursor(ctx, cur.ID, cur.Block, end, hash); err != nil {
+		return Totals{}, err
+	}
+	t.totals.To = end
+	return t.totals, nil
+}
+
+// recorded is what recording one range did.
+type recorded struct {
+	logs, rejected       int
+	inserted, duplicates int64
+}
+
+// record checks the ledger's rows of r's blocks against the canonical chain,
+// then inserts r's payments and rejected logs and runs the payment hook for
+// the new payments, inside the transaction.
+func (t *RangeTx) record(ctx context.Context, r chain.Range) (recorded, error) {
+	ps, err := toPayments(t.w.cfg.ChainID, r.Burns)
+	if err != nil {
+		return recorded{}, err
+	}
+	if err := t.checkLedger(ctx, r, ps); err != nil {
+		return recorded{}, err
+	}
+	if len(r.Rejected) > 0 {
+		rs, err := toRejected(t.w.cfg.ChainID, r.Rejected)
+		if err != nil {
+			return recorded{}, err
+		}
+		if _, err := t.tx.InsertRejected(ctx, rs); err != nil {
+			return recorded{}, err
+		}
+		for _, rj := range r.Rejected {
+			t.w.log.Error("burn-event log does not decode; recorded in rejected_logs, not credited",
+				slog.String("tx", rj.Log.TxHash.Hex()), slog.Uint64("log_index", uint64(rj.Log.Index)),
+				slog.Uint64("block", rj.Log.BlockNumber), slog.String("reason", rj.Reason))
+		}
+	}
+	ins, err := t.tx.InsertPayments(ctx, ps)
+	if err != nil {
+		return recorded{}, err
+	}
+	// The application's side effect commits with the payments or not at
+	// all; duplicates trigger nothing.
+	if err := t.tx.RunHook(ctx, t.w.cfg.Hook, ins); err != nil {
+		return recorded{}, err
+	}
+	t.note.Add(ins)
+	return recorded{logs: len(r.Burns), rejected: len(r.Rejected), inserted: int64(len(ins)), duplicates: int64(len(ps) - len(ins))}, nil
+}
+
+// checkLedger compares what the ledger already holds for r's blocks, and
+// for r's transactions wherever they were recorded, with the canonical
+// burns ps: a row in these blocks the chain does not hold (another block
+// hash, a key the canonical logs lack, other values), or a transaction of r
+// recorded at another position, is a finality violation. Inserting r would
+// otherwise record a burn twice under two keys, or leave a row of a dropped
+// branch standing as if canonical.
+func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.Payment) error {
+	txs := make([]string, 0, len(ps))
+	canonical := make(map[ledgerKey]*payments.Payment, len(ps))
+	byTx := make(map[string]*payments.Payment, len(ps))
+	for i := range ps {
+		p := &ps[i]
+		canonical[ledgerKey{p.TxHash, p.LogIndex}] = p
+		if _, seen := byTx[p.TxHash]; !seen {
+			byTx[p.TxHash] = p
+			txs = append(txs, p.TxHash)
+		}
+	}
+	rows, err := t.tx.LedgerRows(ctx, t.w.cfg.ChainID, []string{lowerHex(t.w.cfg.Contract)}, int64(r.From.Number), int64(r.To.Number), txs)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		row := &rows[i]
+		c, ok := canonical[ledgerKey{row.TxHash, row.LogIndex}]
+		if ok && samePayment(row.Payment, *c) {
+			continue
+		}
+		if !ok {
+			c = byTx[row.TxHash] // the same transaction elsewhere, if at all
+		}
+		v := &ViolationError{Cursor: t.cur, Block: row.BlockNumber, Committed: row.BlockHash,
+			SeenAt: r.To.Number, Payment: row, OnChain: c}
+		v.ChainHash = t.canonicalHash(ctx, r, row.BlockNumber)
+		return v
+	}
+	return nil
+}
+
+type ledgerKey struct {
+	tx    string
+	index uint32
+}
+
+func samePayment(a, b payments.Payment) bool {
+	return a.ChainID == b.ChainID && a.Contract == b.Contract && a.BlockNumber == b.BlockNumber &&
+		a.BlockHash == b.BlockHash && a.Payer == b.Payer && a.Digest == b.Digest && a.Amount.Cmp(b.Amount) == 0 &&
+		a.BurnedAt.Equal(b.BurnedAt)
+}
+
+// canonicalHash is block n's hash on the chain now, for the violation's log
+// line: from r when it holds it, else asked of the node ("" if it cannot say).
+func (t *RangeTx) canonicalHash(ctx context.Context, r chain.Range, n int64) string {
+	switch {
+	case n == int64(r.From.Number):
+		return hashHex(r.From.Hash)
+	case n == int64(r.To.Number):
+		return hashHex(r.To.Hash)
+	}
+	for _, b := range r.Burns {
+		if int64(b.BlockNumber) == n {
+			return hashHex(b.BlockHash)
+		}
+	}
+	if n < 0 {
+		return ""
+	}
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	h, err := t.w.node.Header(hctx, uint64(n))
+	if err != nil {
+		return ""
+	}
+	return hashHex(h.Hash)
+}
+
+// densitySample is how many committed blocks tell the log density.
+const densitySample = 256
+
+// hintDensity tells the node how dense the ledger's recent blocks are, so
+// that a writer taking over sizes its first range right.
+func (t *RangeTx) hintDensity(ctx context.Context) {
+	t.w.hinted.Store(true)
+	cur := t.cur
+	from := max(cur.Block-densitySample+1, 0)
+	if cur.Block < from {
+		return
+	}
+	n, err := t.tx.CountPayments(ctx, t.w.cfg.ChainID, lowerHex(t.w.cfg.Contract), from, cur.Block)
+	if err != nil {
+		t.w.log.Debug("reading the ledger's log density", slog.Any("err", err))
+		return
+	}
+	t.w.node.HintDensity(uint64(cur.Block-from+1), n)
+}
+
+// NextRange returns the next block range after cursor, at most maxRange
+// blocks and not beyond target, or ok=false when the cursor has reached the
+// target.
+func NextRange(cursor, target int64, maxRange uint64) (from, to int64, ok bool) {
+	if cursor >= target || maxRange == 0 {
+		return 0, 0, false
+	}
+	from = cursor + 1
+	to = target
+	if uint64(target-from) >= maxRange {
+		to = from + int64(maxRange) - 1
+	}
+	return from, to, true
+}

@@ -1,0 +1,192 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/db/migrations"
+	"github.com/burnpoller/burnpoller/payments"
+	"github.com/burnpoller/burnpoller/poller"
+)
+
+// ErrRefused marks a start-up failure that waiting cannot fix and that is
+// the configuration's: a node on another chain, a node without the FINALITY
+// tag, a PAYMENT_HOOK_SQL that does not prepare or that the group does not
+// agree on. The binary exits 2 for it.
+var ErrRefused = errors.New("refusing to start")
+
+// Prep is what a writer needs ready before its first transaction.
+type Prep struct {
+	// Group is the poller group whose hook must agree with HookSQL.
+	Group string
+	// Migrate applies the migrations; otherwise start-up waits for them.
+	Migrate bool
+	// HookSQL is PAYMENT_HOOK_SQL ("" for none).
+	HookSQL string
+	// ReplaceGroupHook makes HookSQL the group's hook instead of refusing
+	// one that differs (ALLOW_HOOK_CHANGE).
+	ReplaceGroupHook bool
+	// IgnoreGroupHook skips the agreement (a backfill told so).
+	IgnoreGroupHook bool
+}
+
+// Deps are the concrete parts a replica or a one-shot writer runs on; cmd/poller builds them.
+type Deps struct {
+	Pool  *pgxpool.Pool
+	Store *payments.Store
+	Nodes *chain.Endpoints
+	Log   *slog.Logger
+}
+
+// Prepare waits, with back-off, for the database, the schema (applying the
+// migrations when asked), the payment hook (prepared, and agreed with the
+// group) and the node (chain id, finality tag), and returns the prepared
+// hook (nil for none). It fails at once only on what waiting cannot fix: a
+// schema newer than this binary, a migration the database rejects, or an
+// error wrapping ErrRefused. beat is called on every attempt.
+func Prepare(ctx context.Context, p Prep, d Deps, beat func()) (*payments.Hook, error) {
+	log := d.Log
+	retry := func(what string, op func() error) error {
+		_, err := backoff.Retry(ctx, func() (struct{}, error) {
+			beat()
+			err := op()
+			// A provider's Retry-After is honoured here too, up to a minute,
+			// which keeps the liveness heartbeat well within its bound.
+			if ra := min(chain.RetryAfterOf(err), time.Minute); ra > 0 {
+				log.Warn(what+"; the provider asks to wait", slog.Any("err", err), slog.Duration("retry_after", ra))
+				return struct{}{}, backoff.RetryAfter(int(math.Ceil(ra.Seconds())))
+			}
+			return struct{}{}, err
+		}, backoff.WithBackOff(StartupBackoff()), backoff.WithMaxElapsedTime(0),
+			backoff.WithNotify(func(err error, d time.Duration) {
+				log.Warn(what+"; retrying", slog.Any("err", err), slog.Duration("retry_in", d))
+			}))
+		return err
+	}
+
+	if err := retry("database unreachable", func() error {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return d.Store.Ping(pctx)
+	}); err != nil {
+		return nil, err
+	}
+	if p.Migrate {
+		err := retry("migrating failed", func() error {
+			from, err := Migrate(ctx, d.Pool)
+			if err == nil && from != migrations.Latest() {
+				log.Info("migrated the database", slog.Int("from", int(from)), slog.Int("to", int(migrations.Latest())))
+			}
+			return permanentUnlessConnection(err)
+		})
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		err := retry("database schema not ready", func() error {
+			err := migrations.Check(ctx, d.Pool)
+			if errors.Is(err, migrations.ErrTooNew) {
+				return backoff.Permanent(err)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	var hook *payments.Hook
+	if p.HookSQL != "" {
+		err := retry("preparing PAYMENT_HOOK_SQL", func() error {
+			var err error
+			hook, err = d.Store.PrepareHook(ctx, p.HookSQL)
+			if errors.Is(err, payments.ErrBadHook) {
+				return backoff.Permanent(fmt.Errorf("%w: %w", ErrRefused, err))
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !p.IgnoreGroupHook {
+		err := retry("recording the group's payment hook", func() error {
+			err := d.Store.AgreeOnHook(ctx, p.Group, payments.HookDigest(p.HookSQL), p.ReplaceGroupHook)
+			if errors.Is(err, payments.ErrHookMismatch) {
+				return backoff.Permanent(fmt.Errorf("%w: %w; every writer of a group must run the same hook (ALLOW_HOOK_CHANGE=true makes this one the group's)", ErrRefused, err))
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	err := retry("node unreachable", func() error {
+		err := d.Nodes.Verify(ctx)
+		if errors.Is(err, chain.ErrWrongChain) {
+			return backoff.Permanent(fmt.Errorf("%w: %w", ErrRefused, err))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = retry("checking the node's finality support", func() error {
+		err := d.Nodes.ProbeFinality(ctx)
+		if errors.Is(err, chain.ErrFinalityUnsupported) {
+			return backoff.Permanent(fmt.Errorf("%w: %w", ErrRefused, err))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return hook, nil
+}
+
+// Migrate applies the embedded migrations on a connection of pool and
+// returns the version the database was at.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) (int32, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("acquiring a connection: %w", err)
+	}
+	defer conn.Release()
+	return migrations.Migrate(ctx, conn.Conn())
+}
+
+// permanentUnlessConnection lets connection trouble be retried and stops on
+// anything the server itself refused.
+func permanentUnlessConnection(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) || errors.Is(err, migrations.ErrTooNew) {
+		return backoff.Permanent(err)
+	}
+	return err
+}
+
+// StartupBackoff is the back-off between start-up attempts (and reconnects
+// of long-lived readers): 250 ms doubling up to 15 s.
+func StartupBackoff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 250 * time.Millisecond
+	b.Multiplier = 2
+	b.MaxInterval = 15 * time.Second
+	return b
+}
+
+// Writer returns the writer config of the group with the prepared hook.
+func Writer(cfg poller.WriterConfig, hook *payments.Hook, hookSQL string) poller.WriterConfig {
+	cfg.Hook, cfg.HookDigest = hook, payments.HookDigest(hookSQL)
+	return cfg
+}
