@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math/big"
 	"slices"
 	"strings"
@@ -469,68 +468,5 @@ func TestBadPaymentHookRefusesToStart(t *testing.T) {
 	}
 	if n := bytes.Count([]byte(out), []byte(`"level":"ERROR"`)); n != 1 {
 		t.Fatalf("%d error lines, want one:\n%s", n, out)
-	}
-}
-
-// TestTailPrintsEveryPaymentOnce runs `poller tail --json` beside a replica
-// with a small MAX_BLOCK_RANGE (a few payments per notification) and then a
-// backfill of the whole range under another cursor (nothing new: no
-// notification): tail prints each payment exactly once, as the table has it.
-func TestTailPrintsEveryPaymentOnce(t *testing.T) {
-	t.Parallel()
-	r := newFaultRun(t, 1)
-	env := pollerEnv(r.dbURL, r.info.RPCURL, r.info, r.addr)
-	if out, code := runPoller(t, env, "migrate"); code != 0 {
-		t.Fatalf("migrate exited %d:\n%s", code, out)
-	}
-	tail := startProc(t, "tail", env, "poller", "tail", "--json")
-	waitFor(t, time.Minute, "tail listening", func() bool { return pollerSessions(t, r.pool, `query ILIKE 'LISTEN %'`) > 0 })
-	r.startPoller("MAX_BLOCK_RANGE=3")
-	r.caughtUp(2 * time.Minute)
-	r.finish(time.Minute)
-
-	want := map[string]int{}
-	rows, err := r.pool.Query(context.Background(), `SELECT id, tx_hash, log_index, block_number, payer, digest, amount::text FROM payments`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var it payments.NotifiedItem
-		if err := rows.Scan(&it.ID, &it.TxHash, &it.LogIndex, &it.BlockNumber, &it.Payer, &it.Digest, &it.Amount); err != nil {
-			t.Fatal(err)
-		}
-		want[fmt.Sprintf("%+v", it)]++
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(want) != 36 {
-		t.Fatalf("%d payments, want 36", len(want))
-	}
-	printed := func() map[string]int {
-		got := map[string]int{}
-		for line := range strings.Lines(tail.out.String()) {
-			var it payments.NotifiedItem
-			if !strings.HasPrefix(line, `{"id":`) || json.Unmarshal([]byte(line), &it) != nil {
-				continue
-			}
-			got[fmt.Sprintf("%+v", it)]++
-		}
-		return got
-	}
-	waitFor(t, 30*time.Second, "tail to print 36 payments", func() bool { return len(printed()) >= 36 })
-	// Every burn again, as duplicates: nothing new, nothing printed.
-	if out, code := runPoller(t, env, "backfill", "--from", "0", "--to", fmt.Sprint(cursorBlock(t, r.pool))); code != 0 {
-		t.Fatalf("backfill exited %d:\n%s", code, out)
-	} else if s := summaryOf(t, out); s.Inserted != 0 || s.Duplicates != 36 {
-		t.Fatalf("backfill summary = %+v, want 36 duplicates", s)
-	}
-	time.Sleep(500 * time.Millisecond) // anything extra
-	if got := printed(); !maps.Equal(got, want) {
-		t.Fatalf("tail printed %d distinct payments (%v), want each of the %d once", len(got), got, len(want))
-	}
-	tail.signal(syscall.SIGTERM)
-	if code := tail.wait(t, 15*time.Second); code != 0 {
-		t.Fatalf("tail exited %d", code)
 	}
 }
