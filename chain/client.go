@@ -152,17 +152,22 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
 	return c, nil
 }
 
+// dialled returns the connection if there is one, errClosed once the
+// client is closed, or neither.
+func (c *Client) dialled() (*rpc.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed
+	}
+	return c.rpc, nil
+}
+
 // conn returns the client's connection, dialling it first if it is a
 // WebSocket endpoint not dialled yet; ctx bounds the dial.
 func (c *Client) conn(ctx context.Context) (*rpc.Client, error) {
-	c.mu.Lock()
-	r, closed := c.rpc, c.closed
-	c.mu.Unlock()
-	switch {
-	case r != nil:
-		return r, nil
-	case closed:
-		return nil, errClosed
+	if r, err := c.dialled(); r != nil || err != nil {
+		return r, err
 	}
 	select {
 	case c.dialing <- struct{}{}:
@@ -170,21 +175,16 @@ func (c *Client) conn(ctx context.Context) (*rpc.Client, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	c.mu.Lock()
-	r, closed = c.rpc, c.closed
-	c.mu.Unlock()
-	switch {
-	case r != nil:
-		return r, nil
-	case closed:
-		return nil, errClosed
+	// Another call may have dialled while this one waited its turn.
+	if r, err := c.dialled(); r != nil || err != nil {
+		return r, err
 	}
 	r, err := rpc.DialOptions(ctx, c.rawURL, c.wsOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("dialing: %w", err)
 	}
 	c.mu.Lock()
-	closed = c.closed
+	closed := c.closed
 	if !closed {
 		c.rpc = r
 	}

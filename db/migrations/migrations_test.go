@@ -63,14 +63,7 @@ func TestConcurrentMigratorsAgree(t *testing.T) {
 
 func TestNewerSchemaIsRefused(t *testing.T) {
 	t.Parallel()
-	dbURL := pgtest.NewDatabase(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	ctx, conn := emptyDatabase(t)
 	if _, err := migrations.Migrate(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
@@ -100,14 +93,7 @@ func check(ctx context.Context, t *testing.T, dbURL string) error {
 // every row, and inserts stay idempotent on the new key.
 func TestKeyMigrationOnAPopulatedLedger(t *testing.T) {
 	t.Parallel()
-	dbURL := pgtest.NewDatabase(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	ctx, conn := emptyDatabase(t)
 	if _, err := migrations.MigrateTo(ctx, conn, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -173,4 +159,17 @@ func TestKeyMigrationOnAPopulatedLedger(t *testing.T) {
 	if tag.RowsAffected() != 1 {
 		t.Fatalf("%d rows inserted, want 1 (chain 2's)", tag.RowsAffected())
 	}
+}
+
+// emptyDatabase connects to a new, unmigrated database, closed when t ends.
+func emptyDatabase(t *testing.T) (context.Context, *pgx.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	conn, err := pgx.Connect(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return ctx, conn
 }
