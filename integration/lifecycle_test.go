@@ -28,8 +28,11 @@ func waitActivity(t *testing.T, r *faultRun, fragment string) {
 // TestShutdownAtEveryPhase sends SIGTERM while a replica waits for the lock,
 // holds it before eth_getLogs, runs between the insert and the cursor
 // update, and commits; and once with a transaction outliving
-// SHUTDOWN_TIMEOUT. Each time the replica exits 0 within SHUTDOWN_TIMEOUT
-// and the ledger equals the chain up to the cursor.
+// SHUTDOWN_TIMEOUT. Each time the replica exits 0 and the ledger equals the
+// chain up to the cursor. The phases that would hold the process longest (a
+// lock wait of minutes, a transaction sleeping ten minutes) are made far
+// longer than the guard the test waits with, so that exiting at all shows
+// the bound held, without timing it.
 func TestShutdownAtEveryPhase(t *testing.T) {
 	const shutdown = 4 * time.Second
 	tests := []struct {
@@ -44,6 +47,8 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 		// (it finished and committed a range), "rollback" (nothing moved),
 		// or "" (either, as long as the ledger is intact).
 		expect string
+		// logLine, if set, must be in the replica's output.
+		logLine string
 	}{
 		{
 			name: "waiting for the lock",
@@ -66,7 +71,7 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			env:    []string{"LOCK_WAIT=20s", "TX_TIMEOUT=30s"},
+			env:    []string{"LOCK_WAIT=5m", "TX_TIMEOUT=10m"},
 			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "FOR UPDATE") },
 			expect: "rollback",
 		},
@@ -108,11 +113,12 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 		},
 		{
 			name: "a transaction outliving SHUTDOWN_TIMEOUT",
-			env:  []string{"PAYMENT_HOOK_SQL=SELECT pg_sleep(30), $1::bigint", "TX_TIMEOUT=60s"},
+			env:  []string{"PAYMENT_HOOK_SQL=SELECT pg_sleep(600), $1::bigint", "TX_TIMEOUT=20m"},
 			until: func(t *testing.T, r *faultRun) {
-				waitActivity(t, r, "pg_sleep(30)")
+				waitActivity(t, r, "pg_sleep(600)")
 			},
-			expect: "rollback",
+			expect:  "rollback",
+			logLine: "transaction ended by shutdown",
 		},
 	}
 	for _, tt := range tests {
@@ -128,14 +134,15 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 			sig := cmp.Or(tt.sig, syscall.SIGTERM)
 			start := time.Now()
 			r.poller.signal(sig)
-			if code := r.poller.wait(t, 2*shutdown); code != 0 {
+			// A guard, not the assertion: without the bound the phase would
+			// hold the process for minutes.
+			if code := r.poller.wait(t, time.Minute); code != 0 {
 				t.Fatalf("exit %d after %s", code, sig)
 			}
-			took := time.Since(start)
-			if took > shutdown {
-				t.Fatalf("exited %s after %s, more than SHUTDOWN_TIMEOUT %s", took, sig, shutdown)
+			t.Logf("exited 0 %s after %s", time.Since(start).Round(time.Millisecond), sig)
+			if tt.logLine != "" && !strings.Contains(r.poller.out.String(), tt.logLine) {
+				t.Fatalf("no %q log line", tt.logLine)
 			}
-			t.Logf("exited 0 %s after %s", took.Round(time.Millisecond), sig)
 			after := cursorBlock(t, r.pool)
 			if tt.expect == "advance" && after <= before {
 				t.Fatalf("the in-flight transaction did not finish: cursor %d, was %d", after, before)
@@ -157,20 +164,19 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	t.Parallel()
 	r := newFaultRun(t, 1)
-	r.startPoller("PAYMENT_HOOK_SQL=SELECT pg_sleep(30), $1::bigint", "TX_TIMEOUT=60s", "SHUTDOWN_TIMEOUT=30s")
-	waitActivity(t, r, "pg_sleep(30)")
+	r.startPoller("PAYMENT_HOOK_SQL=SELECT pg_sleep(600), $1::bigint", "TX_TIMEOUT=20m", "SHUTDOWN_TIMEOUT=10m")
+	waitActivity(t, r, "pg_sleep(600)")
 	before := cursorBlock(t, r.pool)
 	r.poller.signal(syscall.SIGTERM)
 	waitFor(t, 10*time.Second, "the first signal noted", func() bool {
 		return strings.Contains(r.poller.out.String(), "signal received; stopping")
 	})
-	start := time.Now()
+	// Without the second signal the process would wait up to
+	// SHUTDOWN_TIMEOUT (10m) for the hook; exit 1 within the guard is the
+	// immediate exit.
 	r.poller.signal(syscall.SIGINT)
-	if code := r.poller.wait(t, 10*time.Second); code != 1 {
+	if code := r.poller.wait(t, time.Minute); code != 1 {
 		t.Fatalf("exit %d after a second signal, want 1", code)
-	}
-	if took := time.Since(start); took > 3*time.Second {
-		t.Fatalf("exited %s after the second signal; want at once", took)
 	}
 	if !strings.Contains(r.poller.out.String(), "second signal; exiting now") {
 		t.Fatal("no log line for the second signal")
