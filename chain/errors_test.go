@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -126,13 +127,26 @@ func TestConnectionResetIsTransient(t *testing.T) {
 	}
 }
 
+// TestTimeoutIsTransient: a node that never answers is cut off by the
+// request timeout, and that is a transient failure of the node. The node
+// holds the request until the client hangs up, so the call can only return
+// because a timeout fired. The guard is 50 times the 100 ms timeout, so it
+// does not time the call, yet half Dial's default of 10 s: a client that
+// ignored Options.Timeout would still fail.
 func TestTimeoutIsTransient(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
+	hungUp, release := make(chan struct{}, 1), make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// With the body read, the server watches the connection and ends
+		// r's context when the client hangs up.
+		_, _ = io.Copy(io.Discard, r.Body)
 		select {
-		case <-release:
 		case <-r.Context().Done():
+			select {
+			case hungUp <- struct{}{}:
+			default:
+			}
+		case <-release: // the test is over
 		}
 	}))
 	defer srv.Close()
@@ -142,13 +156,24 @@ func TestTimeoutIsTransient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	start := time.Now()
-	_, err = c.ChainID(context.Background())
-	if chain.ClassOf(err) != chain.ClassTransient {
-		t.Fatalf("class = %s (%v)", chain.ClassOf(err), err)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.ChainID(context.Background())
+		errc <- err
+	}()
+	select {
+	case err = <-errc:
+	case <-time.After(5 * time.Second):
+		t.Fatal("ChainID still waiting 5s into a 100ms request timeout")
 	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("request took %s with a 100ms timeout", took)
+	var e *chain.Error
+	if !errors.As(err, &e) || e.Class != chain.ClassTransient || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ChainID = %v (class %s), want a transient *chain.Error wrapping the request's deadline", err, chain.ClassOf(err))
+	}
+	select {
+	case <-hungUp:
+	case <-time.After(time.Minute):
+		t.Fatal("the client returned but never hung up on the node")
 	}
 }
 

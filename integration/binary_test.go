@@ -128,7 +128,7 @@ func TestProbesAndMetrics(t *testing.T) {
 	}
 
 	p.signal(syscall.SIGTERM)
-	if code := p.wait(t, 10*time.Second); code != 0 {
+	if code := p.wait(t, time.Minute); code != 0 {
 		t.Fatalf("exit %d after SIGTERM", code)
 	}
 
@@ -171,7 +171,7 @@ func TestNewHeadsWakeThePoller(t *testing.T) {
 	// POLL_INTERVAL only the heads can bring the cursor along.
 	waitFor(t, 2*time.Minute, "the cursor to follow new heads", func() bool { return cursorBlock(t, pool) >= first+64 })
 	p.signal(syscall.SIGTERM)
-	if code := p.wait(t, 15*time.Second); code != 0 {
+	if code := p.wait(t, time.Minute); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 
@@ -187,7 +187,9 @@ func TestNewHeadsWakeThePoller(t *testing.T) {
 		t.Fatal("no log line says the subscription is down")
 	}
 	p2.signal(syscall.SIGTERM)
-	p2.wait(t, 15*time.Second)
+	if code := p2.wait(t, time.Minute); code != 0 {
+		t.Fatalf("exit %d without the WebSocket", code)
+	}
 }
 
 // TestNewHeadsSubscriptionDropsMidRun: the WebSocket connection is cut while
@@ -228,7 +230,7 @@ func TestNewHeadsSubscriptionDropsMidRun(t *testing.T) {
 	ws.Partition(false)
 	waitFor(t, 2*time.Minute, "the subscription back", func() bool { return up() == 1 })
 	p.signal(syscall.SIGTERM)
-	if code := p.wait(t, 15*time.Second); code != 0 {
+	if code := p.wait(t, time.Minute); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	assertLedgerEqualsChain(t, pool, info.RPCURL, info.BurnContract, uint64(cursorBlock(t, pool)))

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/devchain"
+	"github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/internal/rpcfault"
 )
@@ -118,7 +119,8 @@ func (r *faultRun) finish(timeout time.Duration) []ledgerRow {
 	r.t.Helper()
 	r.caughtUp(timeout)
 	r.poller.signal(syscall.SIGTERM)
-	if code := r.poller.wait(r.t, 15*time.Second); code != 0 {
+	// SHUTDOWN_TIMEOUT bounds the exit; the minute is only a guard.
+	if code := r.poller.wait(r.t, time.Minute); code != 0 {
 		r.t.Fatalf("poller exited %d after SIGTERM", code)
 	}
 	rows := assertLedgerEqualsChain(r.t, r.pool, r.info.RPCURL, r.info.BurnContract, uint64(cursorBlock(r.t, r.pool)))
@@ -131,6 +133,32 @@ func (r *faultRun) finish(timeout time.Duration) []ledgerRow {
 func (r *faultRun) metric(sample string) float64 {
 	v, _ := scrape(r.addr, sample)
 	return v
+}
+
+// pollsDone is how many poll transactions the replica at addr has finished,
+// whatever their result (burnpoller_polls_total summed): a count that moves
+// each time its loop goes round. ok is false if the replica did not answer.
+func pollsDone(addr string) (n float64, ok bool) {
+	v, err := harness.ScrapeSum(context.Background(), addr, "burnpoller_polls_total{")
+	return v, err == nil
+}
+
+// waitPolls waits until the replica at addr has finished n poll
+// transactions after the call: its loop went round n times since. A poll in
+// flight at the call counts, so with n >= 2 a poll that began after the call
+// has finished.
+func waitPolls(t *testing.T, addr string, n int, what string) {
+	t.Helper()
+	var from float64
+	waitFor(t, time.Minute, "a reading of burnpoller_polls_total", func() bool {
+		v, ok := pollsDone(addr)
+		from = v
+		return ok
+	})
+	waitFor(t, 2*time.Minute, fmt.Sprintf("%d more polls: %s", n, what), func() bool {
+		v, ok := pollsDone(addr)
+		return ok && v >= from+float64(n)
+	})
 }
 
 // rpcErrors sums burnpoller_rpc_errors_total of one class over endpoints.
@@ -180,7 +208,8 @@ func TestTransportFaults(t *testing.T) {
 	}{
 		{"429 with Retry-After", func(f *rpcfault.Faults) { f.Throttle, f.RetryAfter = 4, 2*time.Second }, nil, "throttled",
 			func(s rpcfault.Stats) int { return s.Throttled }, func(t *testing.T, r *faultRun, took time.Duration) {
-				// Four throttled requests, each asking for two seconds.
+				// Four throttled requests, each asking for two seconds. A
+				// lower bound: a slow machine only makes the run longer.
 				if took < 6*time.Second {
 					t.Fatalf("caught up in %s despite four 2s Retry-After replies", took)
 				}
@@ -226,7 +255,7 @@ func TestMalformedLogsAreRejectedNotCredited(t *testing.T) {
 	r.startPoller("MAX_BLOCK_RANGE=5", "RPC_TIMEOUT=4s") // more replies that carry logs
 	r.caughtUp(2 * time.Minute)
 	// The counter moves once the commit has returned, a moment after the rows.
-	waitFor(t, 10*time.Second, "burnpoller_rejected_logs_total = 2", func() bool {
+	waitFor(t, time.Minute, "burnpoller_rejected_logs_total = 2", func() bool {
 		return r.metric("burnpoller_rejected_logs_total") == 2
 	})
 	r.finish(time.Minute)
@@ -287,12 +316,21 @@ func TestLaggingOnlyEndpointIsNotTrustedBeyondItsView(t *testing.T) {
 	at := uint64(cursorBlock(t, r.pool) + 3)
 	r.proxies[0].Set(func(f *rpcfault.Faults) { f.LagAt = &at })
 	// A transaction in flight when the view froze may still commit what it
-	// fetched before; after that the cursor stays put.
-	time.Sleep(2500 * time.Millisecond)
+	// fetched before. Once a poll that began after the freeze has finished,
+	// the cursor has settled.
+	waitPolls(t, r.addr, 2, "a whole poll after the view froze")
 	settled := max(cursorBlock(t, r.pool), int64(at))
-	time.Sleep(3 * time.Second)
+	// The real chain finalizes past it, so that only the frozen view keeps
+	// the cursor there; the loop goes round, asking that view, and the
+	// cursor stays put.
+	waitFinalized(t, r.info.RPCURL, uint64(settled)+1)
+	lagged := r.proxies[0].Stats().LaggedReplies
+	waitPolls(t, r.addr, 3, "polling on under the frozen view")
 	if c := cursorBlock(t, r.pool); c > settled {
 		t.Fatalf("cursor %d moved beyond %d while the node's view was frozen at %d", c, settled, at)
+	}
+	if r.proxies[0].Stats().LaggedReplies <= lagged {
+		t.Fatal("the frozen view answered nothing while the loop went round; the test proves nothing")
 	}
 	r.proxies[0].Set(func(f *rpcfault.Faults) { f.LagAt = nil })
 	r.finish(2 * time.Minute)
@@ -311,7 +349,7 @@ func TestRescanRecoversLogsALyingNodeLeftOut(t *testing.T) {
 	}
 	r.proxies[0].Set(func(f *rpcfault.Faults) { f.HideLogsAbove = nil })
 	waitFor(t, time.Minute, "the rescan to recover every burn", func() bool { return countPayments(t, r.pool) == 36 })
-	waitFor(t, 10*time.Second, "burnpoller_rescan_recovered_total = 36", func() bool {
+	waitFor(t, time.Minute, "burnpoller_rescan_recovered_total = 36", func() bool {
 		return r.metric("burnpoller_rescan_recovered_total") == 36
 	})
 	r.finish(time.Minute)

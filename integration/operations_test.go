@@ -133,7 +133,7 @@ func TestBackfillKilledResumesWithoutGapOrDouble(t *testing.T) {
 	first := startProc(t, "backfill-1", env, "poller", args...)
 	waitFor(t, time.Minute, "the backfill under way", func() bool { return backfillCursor(t, r.pool) >= 10 })
 	first.signal(syscall.SIGKILL)
-	first.wait(t, 10*time.Second)
+	first.wait(t, time.Minute)
 	killedAt := backfillCursor(t, r.pool)
 	if killedAt >= int64(to) {
 		t.Fatalf("the backfill finished (%d) before it was killed; the test proves nothing", killedAt)
@@ -143,7 +143,7 @@ func TestBackfillKilledResumesWithoutGapOrDouble(t *testing.T) {
 	second := startProc(t, "backfill-2", env, "poller", args...)
 	waitFor(t, time.Minute, "the resumed backfill under way", func() bool { return backfillCursor(t, r.pool) >= killedAt+4 })
 	second.signal(syscall.SIGINT)
-	if code := second.wait(t, 15*time.Second); code != 130 {
+	if code := second.wait(t, time.Minute); code != 130 {
 		t.Fatalf("backfill exited %d after SIGINT, want 130", code)
 	}
 	if s := summaryOf(t, second.out.String()); s.Complete || !s.Resumed {
@@ -187,7 +187,7 @@ func TestBackfillBesideLiveReplicas(t *testing.T) {
 	waitFor(t, time.Minute, "the live cursor past the backfill", func() bool { return cursorBlock(t, r.pool) >= int64(to) })
 	for _, p := range live {
 		p.signal(syscall.SIGTERM)
-		if c := p.wait(t, 15*time.Second); c != 0 {
+		if c := p.wait(t, time.Minute); c != 0 {
 			t.Fatalf("live replica exited %d", c)
 		}
 	}
@@ -298,9 +298,10 @@ func TestRunUntilFinalizedExits(t *testing.T) {
 
 // notifications collects what a LISTENer receives.
 type notifications struct {
-	mu   sync.Mutex
-	got  []payments.Notification
-	done chan struct{}
+	mu      sync.Mutex
+	got     []payments.Notification
+	markers []string // payloads sync sent
+	done    chan struct{}
 }
 
 func listenPayments(t *testing.T, dbURL string) *notifications {
@@ -322,11 +323,14 @@ func listenPayments(t *testing.T, dbURL string) *notifications {
 				return
 			}
 			var p payments.Notification
-			if json.Unmarshal([]byte(note.Payload), &p) == nil {
-				n.mu.Lock()
+			n.mu.Lock()
+			switch {
+			case strings.HasPrefix(note.Payload, markerPrefix):
+				n.markers = append(n.markers, note.Payload)
+			case json.Unmarshal([]byte(note.Payload), &p) == nil:
 				n.got = append(n.got, p)
-				n.mu.Unlock()
 			}
+			n.mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() {
@@ -341,6 +345,27 @@ func (n *notifications) all() []payments.Notification {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.got)
+}
+
+// markerPrefix starts the payloads sync sends.
+const markerPrefix = "test-marker-"
+
+// sync sends a marker on the payments channel through pool, waits until the
+// listener has it and returns every notification received. Notifications
+// reach a listener in commit order, so by then it has received those of
+// every transaction committed before sync was called.
+func (n *notifications) sync(t *testing.T, pool *pgxpool.Pool) []payments.Notification {
+	t.Helper()
+	marker := fmt.Sprint(markerPrefix, time.Now().UnixNano())
+	if _, err := pool.Exec(context.Background(), `SELECT pg_notify($1, $2)`, payments.NotifyChannel, marker); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the listener to receive the marker", func() bool {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return slices.Contains(n.markers, marker)
+	})
+	return n.all()
 }
 
 // TestNotifyAndHookExactlyOnce runs two replicas with a balance-credit hook
@@ -367,7 +392,7 @@ func TestNotifyAndHookExactlyOnce(t *testing.T) {
 
 	waitFor(t, time.Minute, "80 payments", func() bool { return countPayments(t, pool) >= 80 })
 	replicas[0].signal(syscall.SIGKILL)
-	replicas[0].wait(t, 10*time.Second)
+	replicas[0].wait(t, time.Minute)
 	replicas[0] = startProc(t, "replica-0b", env(0), "poller")
 
 	// Re-process what is recorded: a reset back and an overlapping backfill.
@@ -392,7 +417,7 @@ func TestNotifyAndHookExactlyOnce(t *testing.T) {
 	waitFor(t, time.Minute, "the cursor past the re-processed blocks", func() bool { return cursorBlock(t, pool) >= maxBefore+20 })
 	for _, p := range replicas {
 		p.signal(syscall.SIGTERM)
-		if c := p.wait(t, 15*time.Second); c != 0 {
+		if c := p.wait(t, time.Minute); c != 0 {
 			t.Fatalf("replica exited %d", c)
 		}
 	}
@@ -416,9 +441,10 @@ func TestNotifyAndHookExactlyOnce(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM payments`).Scan(&txs); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d notifications", txs), func() bool { return len(listener.all()) >= txs })
-	time.Sleep(300 * time.Millisecond) // any extra one
-	notes := listener.all()
+	// Every replica has exited, so every notification is sent; a marker
+	// sent now arrives after all of them (commit order), and then nothing
+	// more can come.
+	notes := listener.sync(t, pool)
 	if len(notes) != txs {
 		t.Fatalf("%d notifications for %d inserting transactions", len(notes), txs)
 	}

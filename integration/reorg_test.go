@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -14,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/devchain"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
@@ -125,14 +128,39 @@ func (r *reorgChain) pauseAt(n uint64) uint64 {
 // resumes sealing on the new branch.
 func (r *reorgChain) forkAt(parent uint64) {
 	r.t.Helper()
+	ctx := context.Background()
+	client := r.c.Client()
+	var orphaned []common.Hash
+	for n, head := parent+1, r.head(); n <= head; n++ {
+		b, err := client.BlockByNumber(ctx, new(big.Int).SetUint64(n))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, tx := range b.Transactions() {
+			orphaned = append(orphaned, tx.Hash())
+		}
+	}
 	h := r.hash(parent)
 	err := r.c.WithBackend(func(b *simulated.Backend) error { return b.Fork(h) })
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	// The pool re-adds the orphaned transactions; let it, then drop them.
-	time.Sleep(300 * time.Millisecond)
+	// The pool takes the orphaned transactions back in the background; once
+	// it holds every one, drop them all, so that none is mined again.
+	waitFor(r.t, time.Minute, fmt.Sprintf("the pool to take back the %d orphaned transactions", len(orphaned)), func() bool {
+		for _, h := range orphaned {
+			if _, pending, err := client.TransactionByHash(ctx, h); err != nil || !pending {
+				return false
+			}
+		}
+		return true
+	})
 	_ = r.c.WithBackend(func(b *simulated.Backend) error { b.Rollback(); return nil })
+	for _, h := range orphaned {
+		if _, _, err := client.TransactionByHash(ctx, h); !errors.Is(err, ethereum.NotFound) {
+			r.t.Fatalf("orphaned transaction %s still known after the rollback (%v)", h.Hex(), err)
+		}
+	}
 	r.c.ResetNonces()
 	if got := r.head(); got != parent {
 		r.t.Fatalf("head after fork = %d, want %d", got, parent)
@@ -140,6 +168,35 @@ func (r *reorgChain) forkAt(parent uint64) {
 	r.mu.Lock()
 	r.paused = false
 	r.mu.Unlock()
+}
+
+// waitCursorReads waits until the poller has read its cursor row n times
+// since the call, as pg_stat_activity shows: each read starts a statement
+// on block_cursors in one of its sessions. While a violation is latched the
+// loop does nothing else, once every POLL_INTERVAL: it reads the cursor to
+// see whether an operator has reset it.
+func waitCursorReads(t *testing.T, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	ctx := context.Background()
+	var since time.Time
+	if err := pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&since); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		waitFor(t, time.Minute, fmt.Sprintf("the poller to read its cursor (%d of %d)", i+1, n), func() bool {
+			var latest *time.Time
+			if err := pool.QueryRow(ctx, `SELECT max(query_start) FROM pg_stat_activity
+				WHERE datname = current_database() AND application_name = 'burnpoller'
+				AND query ILIKE '%block_cursors%' AND query_start > $1`, since).Scan(&latest); err != nil {
+				t.Fatal(err)
+			}
+			if latest == nil {
+				return false
+			}
+			since = *latest
+			return true
+		})
+	}
 }
 
 func readyz(addr string) (int, string) {
@@ -193,7 +250,9 @@ func TestDeepReorgBelowTheCursorLatches(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, fmt.Sprintf("finality violation at block %d", final)) {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
-	time.Sleep(time.Second) // latched: nothing moves
+	// Latched: the loop goes round, only looking for a reset, and nothing
+	// moves.
+	waitCursorReads(t, pool, 3)
 	if c := cursorBlock(t, pool); c != final {
 		t.Fatalf("cursor moved to %d while latched", c)
 	}
@@ -237,7 +296,7 @@ func TestDeepReorgBelowTheCursorLatches(t *testing.T) {
 	waitFor(t, time.Minute, "readiness back", func() bool { c, _ := readyz(addr); return c == http.StatusOK })
 	waitFor(t, time.Minute, "the new branch recorded", func() bool { return cursorBlock(t, pool) >= final+32 })
 	p.signal(syscall.SIGTERM)
-	if code := p.wait(t, 15*time.Second); code != 0 {
+	if code := p.wait(t, time.Minute); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 
@@ -297,7 +356,7 @@ func TestReorgAboveTheTargetChangesNothing(t *testing.T) {
 		t.Fatalf("burnpoller_finality_violation = %v (scraped: %v) after a reorg above the target, want 0", v, ok)
 	}
 	p.signal(syscall.SIGTERM)
-	if code := p.wait(t, 15*time.Second); code != 0 {
+	if code := p.wait(t, time.Minute); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	rows := assertLedgerEqualsChain(t, pool, info.RPCURL, info.BurnContract, uint64(cursorBlock(t, pool)))

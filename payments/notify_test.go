@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,26 +28,30 @@ func listen(t *testing.T, dbURL string) *pgx.Conn {
 	return conn
 }
 
-// drain returns the notifications that arrive within wait.
-// drain waits up to 10 s for want notifications, then 300 ms more for any
-// extra ones, and returns all it received.
-func drain(t *testing.T, conn *pgx.Conn, want int) []payments.Notification {
+// drain returns every notification of the transactions committed so far,
+// in order, and nothing else: it sends a marker of its own on the channel
+// and reads until the marker arrives. Notifications reach a listener in
+// commit order, so once the marker is in, every earlier one is, and a
+// missing or an extra notification shows at once, without waiting to see
+// whether another comes. The minute's deadline only keeps a broken test
+// from hanging.
+func drain(t *testing.T, conn *pgx.Conn) []payments.Notification {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	marker := "drain-marker-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	// A session receives what it notifies on a channel it listens to.
+	if _, err := conn.Exec(ctx, `SELECT pg_notify($1, $2)`, payments.NotifyChannel, marker); err != nil {
+		t.Fatal(err)
+	}
 	var out []payments.Notification
-	deadline := time.Now().Add(10 * time.Second)
 	for {
-		wait := 300 * time.Millisecond
-		if len(out) < want {
-			wait = time.Until(deadline)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		n, err := conn.WaitForNotification(ctx)
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			return out
-		}
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("waiting for the notifications and the marker (%d so far): %v", len(out), err)
+		}
+		if n.Payload == marker {
+			return out
 		}
 		var got payments.Notification
 		if err := json.Unmarshal([]byte(n.Payload), &got); err != nil {
@@ -107,7 +112,7 @@ func TestOneNotificationPerCommittedTransactionWithNewPayments(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got := drain(t, conn, 2)
+	got := drain(t, conn)
 	if len(got) != 2 {
 		t.Fatalf("%d notifications, want 2: %+v", len(got), got)
 	}
@@ -135,7 +140,7 @@ func TestLargeNotificationsCarryTheIDRangeOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := drain(t, conn, 1)
+	got := drain(t, conn)
 	if len(got) != 1 || got[0].Count != 200 || got[0].Payments != nil || got[0].FirstID != ins[0].ID || got[0].LastID != ins[199].ID {
 		t.Fatalf("notifications = %+v", got)
 	}

@@ -131,8 +131,16 @@ func TestQueueUsageGaugeOmittedOnError(t *testing.T) {
 			// The read's context as it ended, seen from inside the read.
 			readEnded := make(chan error, 1)
 			read := func(ctx context.Context) (float64, error) {
+				// The end of the test ends the read too, so that a collector
+				// that ignored its timeout fails the test rather than hangs it.
+				ctx, stop := context.WithCancel(ctx)
+				defer stop()
+				defer context.AfterFunc(t.Context(), stop)()
 				v, err := tt.read(ctx)
-				readEnded <- ctx.Err()
+				select {
+				case readEnded <- ctx.Err():
+				default:
+				}
 				return v, err
 			}
 			reg := prometheus.NewRegistry()

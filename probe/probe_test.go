@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/burnpoller/burnpoller/probe"
 )
@@ -93,12 +94,30 @@ func TestOnlyGetOnKnownPaths(t *testing.T) {
 	}
 }
 
+// TestSlowCheckTimesOut: a check that never answers is ended by
+// CheckTimeout and reported as "timeout". The check waits for ever unless its
+// context ends, so Run can only return because the timeout fired; the guard,
+// 20 times CheckTimeout, only keeps a broken Run from hanging the test.
 func TestSlowCheckTimesOut(t *testing.T) {
 	t.Parallel()
-	st := probe.Run(context.Background(), []probe.Check{{Name: "node", Func: func(ctx context.Context) error {
-		<-ctx.Done()
-		return ctx.Err()
-	}}})
+	ended := make(chan error, 1)
+	done := make(chan probe.Status, 1)
+	go func() {
+		done <- probe.Run(context.Background(), []probe.Check{{Name: "node", Func: func(ctx context.Context) error {
+			<-ctx.Done()
+			ended <- ctx.Err()
+			return ctx.Err()
+		}}})
+	}()
+	var st probe.Status
+	select {
+	case st = <-done:
+	case <-time.After(20 * probe.CheckTimeout):
+		t.Fatalf("Run still waiting %s into a %s check timeout", 20*probe.CheckTimeout, probe.CheckTimeout)
+	}
+	if err := <-ended; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the check's context ended with %v, want its deadline", err)
+	}
 	if st.Checks["node"] != "timeout" || st.Status != "not ready" {
 		t.Fatalf("status = %+v", st)
 	}

@@ -38,7 +38,8 @@ func serveHandler(t *testing.T, h http.Handler) string {
 	}
 	srv.Start()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		// A guard only: Stop returns as soon as the connections are idle.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := srv.Stop(ctx); err != nil {
 			t.Error(err)
@@ -51,16 +52,55 @@ func serveHandler(t *testing.T, h http.Handler) string {
 }
 
 // TestReadHeaderTimeoutDisconnectsSlowClients proves that a client that never
-// finishes its request header is hung up on after the read-header timeout,
-// however it dribbles the header in. The client gives up before the 10 s read
-// timeout, so the test fails if the read-header timeout is removed (net/http
-// then falls back to the read timeout) or raised.
+// finishes its request header is hung up on by the read-header timeout,
+// however it dribbles the header in, and not later by the read timeout.
+//
+// The proof is an order of events, not a measured duration: a control
+// connection opened first sends a whole header and then never its body, so
+// only the read timeout (10 s, twice the header's 5 s) can cut it off, which
+// the server's handler reports. Every slow connection must be hung up on
+// before that happens. Without the read-header timeout net/http falls back
+// to the read timeout, which the control, opened earlier, reaches first; a
+// read-header timeout raised to the read timeout or beyond fails the same
+// way. The slow clients give up only after a minute, a guard against a
+// server that never hangs up. Hanging up sooner than the read-header
+// timeout (a lower bound, which load cannot break) fails too.
 //
 // All connections are opened before any is waited on, so the test takes one
-// timeout (~5 s) whatever the -parallel setting.
+// read-header timeout whatever the -parallel setting.
 func TestReadHeaderTimeoutDisconnectsSlowClients(t *testing.T) {
 	t.Parallel()
-	addr := serveHandler(t, probe.Handler(func() error { return nil }, nil, http.NotFoundHandler()))
+	// cut is closed when the read timeout ends the control's body read.
+	cut := make(chan struct{})
+	var cutOnce sync.Once
+	entered := make(chan struct{}, 1)
+	bodyReader := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		_, err := io.Copy(io.Discard, r.Body)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			cutOnce.Do(func() { close(cut) })
+		}
+	})
+	addr := serveHandler(t, probe.Handler(func() error { return nil }, nil, bodyReader))
+
+	control, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { control.Close() })
+	mustWrite(t, control, "GET /metrics HTTP/1.1\r\nHost: probe\r\nContent-Length: 100\r\n\r\n")
+	select {
+	case <-entered:
+	case <-time.After(time.Minute):
+		t.Fatal("the control request never reached its handler")
+	}
+	// Drives the scenario only: the slow connections start a little after
+	// the control, so that a read timeout on them would come after its own.
+	time.Sleep(500 * time.Millisecond)
 
 	tests := []struct {
 		name string
@@ -134,11 +174,15 @@ func TestReadHeaderTimeoutDisconnectsSlowClients(t *testing.T) {
 		},
 	}
 
-	type conn struct {
-		br    *bufio.Reader
-		start time.Time
+	// hangUp is how a slow connection ended, recorded by its reader the
+	// moment the server hung up.
+	type hangUp struct {
+		got       []byte
+		err       error
+		elapsed   time.Duration
+		afterRead bool // the control had been cut off by then
 	}
-	conns := make([]conn, len(tests))
+	ended := make([]chan hangUp, len(tests))
 	for i, tt := range tests {
 		start := time.Now()
 		c, err := net.Dial("tcp", addr)
@@ -146,37 +190,46 @@ func TestReadHeaderTimeoutDisconnectsSlowClients(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		// Give up before the read timeout could close the connection in
-		// place of the read-header timeout.
-		if err := c.SetReadDeadline(start.Add(readTimeout - 2*time.Second)); err != nil {
+		if err := c.SetReadDeadline(start.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		br := bufio.NewReader(c)
 		tt.send(t, c, br)
-		conns[i] = conn{br: br, start: start}
+		ended[i] = make(chan hangUp, 1)
+		go func() {
+			got, err := io.ReadAll(br)
+			h := hangUp{got: got, err: err, elapsed: time.Since(start)}
+			select {
+			case <-cut:
+				h.afterRead = true
+			default:
+			}
+			ended[i] <- h
+		}()
 	}
 
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := conns[i]
-			got, err := io.ReadAll(c.br)
-			elapsed := time.Since(c.start)
+			h := <-ended[i]
 			var ne net.Error
 			switch {
-			case errors.As(err, &ne) && ne.Timeout():
-				t.Fatalf("connection still open after %v; want it closed after the %v read-header timeout", elapsed.Round(time.Millisecond), readHeaderTimeout)
-			case err != nil && !errors.Is(err, syscall.ECONNRESET):
-				t.Fatalf("reading: %v", err)
+			case errors.As(h.err, &ne) && ne.Timeout():
+				t.Fatalf("connection still open a minute on; want it closed by the %v read-header timeout", readHeaderTimeout)
+			case h.err != nil && !errors.Is(h.err, syscall.ECONNRESET):
+				t.Fatalf("reading: %v", h.err)
 			}
-			if !strings.HasPrefix(string(got), tt.wantReply) || (tt.wantReply == "" && len(got) != 0) {
-				t.Errorf("server sent %q before hanging up; want %q", got, tt.wantReply)
+			if h.afterRead {
+				t.Errorf("hung up only after the %v read timeout had cut off a request opened before; want the %v read-header timeout", readTimeout, readHeaderTimeout)
+			}
+			if !strings.HasPrefix(string(h.got), tt.wantReply) || (tt.wantReply == "" && len(h.got) != 0) {
+				t.Errorf("server sent %q before hanging up; want %q", h.got, tt.wantReply)
 			}
 			// The server's clock starts after the dial began, so it cannot
 			// hang up sooner; the slack only absorbs timer rounding.
-			if elapsed < readHeaderTimeout-100*time.Millisecond {
-				t.Errorf("hung up after %v; want no sooner than the %v read-header timeout", elapsed.Round(time.Millisecond), readHeaderTimeout)
+			if h.elapsed < readHeaderTimeout-100*time.Millisecond {
+				t.Errorf("hung up after %v; want no sooner than the %v read-header timeout", h.elapsed.Round(time.Millisecond), readHeaderTimeout)
 			}
-			t.Logf("hung up after %v", elapsed.Round(time.Millisecond))
+			t.Logf("hung up after %v", h.elapsed.Round(time.Millisecond))
 		})
 	}
 }

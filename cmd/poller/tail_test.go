@@ -39,7 +39,8 @@ func (b *lockedBuffer) String() string {
 	return b.b.String()
 }
 
-// tailWaitFor polls cond until it holds or timeout passes.
+// tailWaitFor polls cond until it holds or timeout passes; the timeout is a
+// guard against a hung test, not a bound under test.
 func tailWaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -106,7 +107,7 @@ func startTail(t *testing.T, pool *pgxpool.Pool) *lockedBuffer {
 		cancel()
 		<-done
 	})
-	tailWaitFor(t, 10*time.Second, "tail to listen", func() bool {
+	tailWaitFor(t, time.Minute, "tail to listen", func() bool {
 		var n int
 		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND query ILIKE 'LISTEN %'`).Scan(&n)
@@ -168,7 +169,7 @@ func TestTailPrintsOnlyWhatTheTableHolds(t *testing.T) {
 	if err := live.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tailWaitFor(t, 10*time.Second, "the live payment", func() bool { return len(printedIDList(t, out)) >= 1 })
+	tailWaitFor(t, time.Minute, "the live payment", func() bool { return len(printedIDList(t, out)) >= 1 })
 	tailNotify(t, backfill, noteFor(late, late))
 	if err := backfill.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func TestTailPrintsOnlyWhatTheTableHolds(t *testing.T) {
 	// once it is printed every one before it was handled.
 	last := tailInsert(t, pool, 4)
 	tailNotify(t, pool, noteFor(last, last))
-	tailWaitFor(t, 10*time.Second, "the last payment", func() bool { return slices.Contains(printedIDList(t, out), last) })
+	tailWaitFor(t, time.Minute, "the last payment", func() bool { return slices.Contains(printedIDList(t, out), last) })
 
 	if got, want := printedIDList(t, out), []int64{early, late, last}; !slices.Equal(got, want) {
 		t.Fatalf("tail printed ids %v, want %v\n%s", got, want, out.String())
@@ -215,7 +216,7 @@ func TestTailCatchesUpWithoutANotification(t *testing.T) {
 	out := startTail(t, pool)
 	quiet := tailInsert(t, pool, 5)
 	tailNotify(t, pool, "{}")
-	tailWaitFor(t, 10*time.Second, "the quiet payment", func() bool { return len(printedIDList(t, out)) >= 1 })
+	tailWaitFor(t, time.Minute, "the quiet payment", func() bool { return len(printedIDList(t, out)) >= 1 })
 	if got := printedIDList(t, out); !slices.Equal(got, []int64{quiet}) {
 		t.Fatalf("tail printed ids %v, want [%d]", got, quiet)
 	}
