@@ -51,6 +51,9 @@ type EndpointsConfig struct {
 	// shrink where logs are dense and grow back where they are sparse, which
 	// bounds the memory one range takes. Zero means 2000.
 	TargetLogs int
+	// Now is the clock of cool-downs and cached readiness; nil means
+	// time.Now (tests set their own).
+	Now func() time.Time
 }
 
 // Endpoints is the set of node endpoints of one chain (RPC_URL may list
@@ -110,6 +113,9 @@ func NewEndpoints(clients []*Client, cfg EndpointsConfig, obs EndpointsObserver,
 	}
 	if cfg.TargetLogs <= 0 {
 		cfg.TargetLogs = 2000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	// Density is unknown at first: start small, and double while sparse.
 	e := &Endpoints{cfg: cfg, obs: obs, log: log, highest: -1, density: min(cfg.MaxRange, 16)}
@@ -471,7 +477,7 @@ func (e *Endpoints) fail(ctx context.Context, ep *endpoint, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ep.lastClass, ep.okStreak = class, 0
-	ep.downUntil = time.Now().Add(cool)
+	ep.downUntil = e.cfg.Now().Add(cool)
 	if len(e.eps) > 1 && e.eps[e.cur] == ep {
 		e.log.Warn("endpoint failed; handing over", slog.String("endpoint", ep.c.String()),
 			slog.String("class", string(class)), slog.Duration("cooldown", cool))
@@ -484,7 +490,7 @@ func (e *Endpoints) fail(ctx context.Context, ep *endpoint, err error) {
 func (e *Endpoints) pick(ctx context.Context, skip []*endpoint) (ep *endpoint, ready bool, err error) {
 	e.mu.Lock()
 	n := len(e.eps)
-	now := time.Now()
+	now := e.cfg.Now()
 	var readyEps, cooling []*endpoint
 	for i := range n {
 		ep := e.eps[(e.cur+i)%n]
@@ -564,7 +570,7 @@ func (e *Endpoints) Health(ctx context.Context) error {
 	case class == ClassPermanent:
 		return errors.New("permanent error")
 	}
-	if time.Since(at) < healthTTL {
+	if e.cfg.Now().Sub(at) < healthTTL {
 		return cached
 	}
 	id, err := ep.c.ChainID(ctx)
@@ -581,7 +587,7 @@ func (e *Endpoints) Health(ctx context.Context) error {
 		state = errors.New("wrong chain id")
 	}
 	e.mu.Lock()
-	e.health, e.healthAt = state, time.Now()
+	e.health, e.healthAt = state, e.cfg.Now()
 	e.mu.Unlock()
 	return state
 }

@@ -191,6 +191,13 @@ func newEndpointsOpts(t *testing.T, opts chain.Options, cfg chain.EndpointsConfi
 // "http" or "ws".
 func newEndpointsVia(t *testing.T, transport string, opts chain.Options, cfg chain.EndpointsConfig, nodes ...*scriptedNode) (*chain.Endpoints, *endpointsObs, []string) {
 	t.Helper()
+	if cfg.Now == nil {
+		// Cool-downs and cached readiness do not run out between two calls
+		// of a test however slow the machine; a test that needs them to
+		// passes its own clock.
+		frozen := time.Now()
+		cfg.Now = func() time.Time { return frozen }
+	}
 	var (
 		clients []*chain.Client
 		urls    []string

@@ -160,9 +160,11 @@ func interruptedOr(s os.Signal, code int) int {
 // reporter shows a backfill's progress: a log line every few seconds, and a
 // progress bar instead when stderr is a terminal.
 type reporter struct {
-	w    io.Writer
-	log  *slog.Logger
-	tty  bool
+	w   io.Writer
+	log *slog.Logger
+	tty bool
+	// now is the clock (time.Now; tests set their own).
+	now  func() time.Time
 	mu   sync.Mutex
 	last time.Time
 }
@@ -174,16 +176,16 @@ func newReporter(w io.Writer, log *slog.Logger) *reporter {
 			tty = fi.Mode()&os.ModeCharDevice != 0
 		}
 	}
-	return &reporter{w: w, log: log, tty: tty, last: time.Now()}
+	return &reporter{w: w, log: log, tty: tty, now: time.Now, last: time.Now()}
 }
 
 func (r *reporter) update(p poller.BackfillProgress) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if time.Since(r.last) < progressEvery && !r.tty {
+	if r.now().Sub(r.last) < progressEvery && !r.tty {
 		return
 	}
-	r.last = time.Now()
+	r.last = r.now()
 	r.show(p)
 }
 

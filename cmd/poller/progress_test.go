@@ -20,18 +20,26 @@ func TestBackfillProgressLogLine(t *testing.T) {
 	if r.tty {
 		t.Fatal("a buffer taken for a terminal")
 	}
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.now, r.last = func() time.Time { return clock }, clock
 	p := poller.BackfillProgress{Done: 250, Total: 1000, Logs: 40, Inserted: 30, Duplicates: 10, Elapsed: 5, DoneBefore: 50}
-	r.update(p) // too soon after the start
-	if logs.Len() != 0 {
-		t.Fatalf("a progress line before %s: %s", progressEvery, logs.String())
+	for _, step := range []struct {
+		advance time.Duration
+		want    int // lines so far
+	}{
+		{0, 0},                               // at the start
+		{progressEvery - time.Nanosecond, 0}, // just too soon
+		{time.Nanosecond, 1},                 // progressEvery after the start
+		{progressEvery / 2, 1},               // too soon after that line
+		{progressEvery / 2, 2},               // progressEvery after it
+	} {
+		clock = clock.Add(step.advance)
+		r.update(p)
+		if n := strings.Count(logs.String(), "\n"); n != step.want {
+			t.Fatalf("after +%s: %d lines, want %d", step.advance, n, step.want)
+		}
 	}
-	r.last = time.Now().Add(-progressEvery)
-	r.update(p)
-	r.update(p) // too soon after the last line
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
-	if len(lines) != 1 {
-		t.Fatalf("%d lines, want 1: %q", len(lines), lines)
-	}
 	var got struct {
 		Msg        string  `json:"msg"`
 		Done       int64   `json:"blocks_done"`
