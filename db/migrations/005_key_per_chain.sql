@@ -1,6 +1,9 @@
 ---- tern: disable-tx ----
 -- The ledger's unique key becomes (chain_id, tx_hash, log_index): rows carry
--- their chain, and several chains may share one ledger. Built without
+-- their chain, and several chains may share one ledger. The block index
+-- becomes (chain_id, block_number): every writer reads the rows of a chain's
+-- block range before recording it, and an index on the block alone lets the
+-- planner prefer scanning every row of the chain while statistics are young. Built without
 -- blocking writers on a populated table (CREATE INDEX CONCURRENTLY, outside a
 -- transaction), then swapped in by one ALTER TABLE, which is atomic. Every
 -- step can run again after a failure half-way: a leftover index of an
@@ -21,6 +24,10 @@ ALTER TABLE rejected_logs
     DROP CONSTRAINT IF EXISTS rejected_logs_chain_id_tx_hash_log_index_key,
     ADD CONSTRAINT rejected_logs_chain_id_tx_hash_log_index_key UNIQUE USING INDEX rejected_logs_key_building;
 
+DROP INDEX CONCURRENTLY IF EXISTS payments_chain_id_block_number_idx;
+CREATE INDEX CONCURRENTLY payments_chain_id_block_number_idx ON payments (chain_id, block_number);
+DROP INDEX CONCURRENTLY IF EXISTS payments_block_number_idx;
+
 ---- create above / drop below ----
 ---- tern: disable-tx ----
 
@@ -37,3 +44,7 @@ ALTER TABLE rejected_logs
     DROP CONSTRAINT IF EXISTS rejected_logs_chain_id_tx_hash_log_index_key,
     DROP CONSTRAINT IF EXISTS rejected_logs_tx_hash_log_index_key,
     ADD CONSTRAINT rejected_logs_tx_hash_log_index_key UNIQUE USING INDEX rejected_logs_key_building;
+
+DROP INDEX CONCURRENTLY IF EXISTS payments_block_number_idx;
+CREATE INDEX CONCURRENTLY payments_block_number_idx ON payments (block_number);
+DROP INDEX CONCURRENTLY IF EXISTS payments_chain_id_block_number_idx;

@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -138,6 +139,13 @@ func TestKeyMigrationOnAPopulatedLedger(t *testing.T) {
 		if len(defs) != 1 || defs[0] != want {
 			t.Fatalf("%s unique constraints = %v, want only %s", table, defs, want)
 		}
+	}
+	var blockIndex string
+	if err := conn.QueryRow(ctx, `SELECT string_agg(indexdef, '; ') FROM pg_indexes WHERE tablename = 'payments' AND indexdef LIKE '%block_number%'`).Scan(&blockIndex); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(blockIndex, "(chain_id, block_number)") || strings.Contains(blockIndex, "USING btree (block_number)") {
+		t.Fatalf("block indexes = %s, want (chain_id, block_number) only", blockIndex)
 	}
 	var invalid int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_index WHERE NOT indisvalid`).Scan(&invalid); err != nil {
