@@ -285,6 +285,12 @@ func (c *Client) HeaderByTag(ctx context.Context, tag string) (Header, error) {
 	return hdr, nil
 }
 
+// HeadersByNumber returns the canonical headers of blocks ns, asked in
+// batches. A block the node does not have fails the call (ErrNotFound).
+func (c *Client) HeadersByNumber(ctx context.Context, ns []uint64) (map[uint64]Header, error) {
+	return c.headers(ctx, ns)
+}
+
 // HeaderByNumber returns the canonical header of block n.
 func (c *Client) HeaderByNumber(ctx context.Context, n uint64) (Header, error) {
 	hs, err := c.headers(ctx, []uint64{n})

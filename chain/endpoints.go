@@ -526,6 +526,17 @@ func (e *Endpoints) pick(ctx context.Context, skip []*endpoint) (ep *endpoint, r
 // Header returns the canonical header of block n from a usable endpoint,
 // chosen as Target chooses; when one fails, the next is asked.
 func (e *Endpoints) Header(ctx context.Context, n uint64) (Header, error) {
+	hs, err := e.Headers(ctx, []uint64{n})
+	if err != nil {
+		return Header{}, err
+	}
+	return hs[n], nil
+}
+
+// Headers returns the canonical headers of blocks ns from a usable
+// endpoint, asked in batches, failing over to the next endpoint within the
+// call. A block the node does not have fails the call (ErrNotFound).
+func (e *Endpoints) Headers(ctx context.Context, ns []uint64) (map[uint64]Header, error) {
 	var (
 		tried   []*endpoint
 		lastErr error
@@ -539,17 +550,17 @@ func (e *Endpoints) Header(ctx context.Context, n uint64) (Header, error) {
 			break
 		}
 		tried = append(tried, ep)
-		h, err := ep.c.HeaderByNumber(ctx, n)
+		hs, err := ep.c.HeadersByNumber(ctx, ns)
 		if err == nil {
-			return h, nil
+			return hs, nil
 		}
 		if ctx.Err() != nil {
-			return Header{}, err
+			return nil, err
 		}
 		e.fail(ctx, ep, err)
 		lastErr = err
 	}
-	return Header{}, lastErr
+	return nil, lastErr
 }
 
 // healthTTL is how long a readiness answer is reused, so that frequent

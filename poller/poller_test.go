@@ -189,6 +189,16 @@ func (f *fakeChain) Header(_ context.Context, n uint64) (chain.Header, error) {
 	return f.header(n), nil
 }
 
+func (f *fakeChain) Headers(_ context.Context, ns []uint64) (map[uint64]chain.Header, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[uint64]chain.Header, len(ns))
+	for _, n := range ns {
+		out[n] = f.header(n)
+	}
+	return out, nil
+}
+
 func (f *fakeChain) requested() [][2]uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/burnpoller/burnpoller/chain"
@@ -152,22 +153,30 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 // maxBlock is above any block number the ledger can hold.
 const maxBlock = 1 << 62
 
+// hashBatch is how many blocks' headers one call asks for.
+const hashBatch = 1000
+
 // canonicalHashes fills hashes with the canonical hash of each block in
-// blocks not yet in it; a block the node does not have (beyond its head)
-// gets "".
+// blocks not yet in it. A block the node does not have fails it: the new
+// branch may be shorter than the ledger for a while, and a lagging endpoint
+// says the same; a payment is never marked orphaned on a missing answer.
 func (w *Writer) canonicalHashes(ctx context.Context, blocks []int64, hashes map[int64]string) error {
+	var need []uint64
 	for _, n := range blocks {
-		if _, ok := hashes[n]; ok {
-			continue
+		if _, ok := hashes[n]; !ok && n >= 0 {
+			need = append(need, uint64(n))
 		}
-		h, err := w.node.Header(ctx, uint64(n))
-		switch {
-		case errors.Is(err, chain.ErrNotFound):
-			hashes[n] = "" // the new branch is shorter
-		case err != nil:
-			return fmt.Errorf("reading block %d from the node: %w", n, err)
-		default:
-			hashes[n] = hashHex(h.Hash)
+	}
+	for chunk := range slices.Chunk(need, hashBatch) {
+		hs, err := w.node.Headers(ctx, chunk)
+		if errors.Is(err, chain.ErrNotFound) {
+			return fmt.Errorf("reading blocks %d to %d from the node: %w (a ledger row lies beyond the node's chain; retry once the chain has grown past it)", chunk[0], chunk[len(chunk)-1], err)
+		}
+		if err != nil {
+			return fmt.Errorf("reading blocks %d to %d from the node: %w", chunk[0], chunk[len(chunk)-1], err)
+		}
+		for _, n := range chunk {
+			hashes[int64(n)] = hashHex(hs[n].Hash)
 		}
 	}
 	return nil

@@ -23,6 +23,8 @@ type Node interface {
 	BurnRange(ctx context.Context, contract common.Address, from, maxTo uint64) (chain.Range, error)
 	// Header returns the canonical header of block n.
 	Header(ctx context.Context, n uint64) (chain.Header, error)
+	// Headers returns the canonical headers of blocks ns, in batches.
+	Headers(ctx context.Context, ns []uint64) (map[uint64]chain.Header, error)
 	// HintDensity tells how many logs the ledger holds over a span of blocks.
 	HintDensity(blocks uint64, logs int)
 }
