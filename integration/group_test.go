@@ -21,8 +21,8 @@ func errorLines(out string) []string {
 }
 
 // TestWritersOfAGroupAgreeOnTheHook: a backfill or a replica whose
-// PAYMENT_HOOK_SQL differs from the one its group recorded would record
-// payments the group's hook never credits; it is refused with exit 2 and one
+// PAYMENT_HOOK_SQL differs from the one recorded for its contract would
+// record payments the replicas' hook never credits; it is refused with exit 2 and one
 // clear line, unless told (--allow-hook-mismatch for a backfill,
 // ALLOW_HOOK_CHANGE=true for a replica, which then becomes the group's hook
 // and makes the others stop writing).
@@ -46,11 +46,17 @@ func TestWritersOfAGroupAgreeOnTheHook(t *testing.T) {
 	if code != 2 {
 		t.Fatalf("backfill with another hook exited %d, want 2:\n%s", code, out)
 	}
-	if lines := errorLines(out); len(lines) != 1 || !strings.Contains(lines[0], "PAYMENT_HOOK_SQL differs from the one the group recorded") {
+	if lines := errorLines(out); len(lines) != 1 || !strings.Contains(lines[0], "PAYMENT_HOOK_SQL differs from the one recorded for this contract") {
 		t.Fatalf("want one clear error line, got:\n%s", strings.Join(lines, "\n"))
 	}
 	if strings.Contains(out, "INSERT INTO credited") {
 		t.Fatal("the hook's text was logged")
+	}
+	// So is one under another group (CURSOR_ID) and with no hook at all:
+	// who inserts a payment depends on the contract, not the group.
+	out, code = runPoller(t, append(base, "CURSOR_ID=elsewhere", "HTTP_ADDR="+freeAddr(t)), "backfill", "--from", "0", "--to", fmt.Sprint(to))
+	if code != 2 || !strings.Contains(out, "records a hook, this process runs no hook") {
+		t.Fatalf("backfill of another group without the hook exited %d, want 2:\n%s", code, out)
 	}
 	// Told to, it runs; the payments exist already, so it credits nothing.
 	out, code = runPoller(t, append(base, "PAYMENT_HOOK_SQL="+hookB), "backfill", "--from", "0", "--to", fmt.Sprint(to), "--allow-hook-mismatch")
@@ -60,7 +66,7 @@ func TestWritersOfAGroupAgreeOnTheHook(t *testing.T) {
 
 	// A replica with hook B is refused too.
 	out, code = runPoller(t, append(base, "PAYMENT_HOOK_SQL="+hookB, "HTTP_ADDR="+freeAddr(t)), "run")
-	if code != 2 || !strings.Contains(out, "PAYMENT_HOOK_SQL differs from the one the group recorded") {
+	if code != 2 || !strings.Contains(out, "PAYMENT_HOOK_SQL differs from the one recorded for this contract") {
 		t.Fatalf("replica with another hook exited %d, want 2:\n%s", code, out)
 	}
 

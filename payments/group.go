@@ -6,17 +6,18 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// ErrHookMismatch means a writer's PAYMENT_HOOK_SQL differs from the one its
-// group recorded: a payment it recorded would never get the group's side
-// effect (or would get another).
-var ErrHookMismatch = errors.New("PAYMENT_HOOK_SQL differs from the one the group recorded")
+// ErrHookMismatch means a writer's PAYMENT_HOOK_SQL differs from the one the
+// writers of its contract recorded: a payment it recorded would never get
+// their side effect (or would get another).
+var ErrHookMismatch = errors.New("PAYMENT_HOOK_SQL differs from the one recorded for this contract")
 
-// HookDigest is how a group records its hook: the sha256 of the statement as
+// HookDigest is how a hook is recorded: the sha256 of the statement as
 // given, lowercase hex, or "" for no hook.
 func HookDigest(sql string) string {
 	if strings.TrimSpace(sql) == "" {
@@ -26,51 +27,68 @@ func HookDigest(sql string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// AgreeOnHook records digest as group's hook if the group has none yet, or
-// if replace is set, and returns nil when the group's hook is digest, or an
-// error wrapping ErrHookMismatch naming both when it is another.
-func (s *Store) AgreeOnHook(ctx context.Context, group, digest string, replace bool) error {
+// AgreeOnHook records digest as the hook of contract on chain chainID if
+// none is recorded yet, or if replace is set, and returns nil when the
+// recorded hook is digest, or an error wrapping ErrHookMismatch when it is
+// another. Every writer of the contract, whatever its group, must agree:
+// who inserts a payment, and so whose hook runs, depends only on the chain
+// and the contract.
+func (s *Store) AgreeOnHook(ctx context.Context, chainID uint64, contract, digest string, replace bool) error {
 	var recorded string
 	err := s.pool.QueryRow(ctx, `
-		INSERT INTO group_hooks (group_id, hook_sha256) VALUES ($1, $2)
-		ON CONFLICT (group_id) DO UPDATE
-			SET hook_sha256 = CASE WHEN $3 THEN EXCLUDED.hook_sha256 ELSE group_hooks.hook_sha256 END,
-			    updated_at = CASE WHEN $3 AND group_hooks.hook_sha256 <> EXCLUDED.hook_sha256 THEN now() ELSE group_hooks.updated_at END
-		RETURNING hook_sha256`, group, digest, replace).Scan(&recorded)
+		INSERT INTO ledger_hooks (chain_id, contract, hook_sha256) VALUES ($1, $2, $3)
+		ON CONFLICT (chain_id, contract) DO UPDATE
+			SET hook_sha256 = CASE WHEN $4 THEN EXCLUDED.hook_sha256 ELSE ledger_hooks.hook_sha256 END,
+			    updated_at = CASE WHEN $4 AND ledger_hooks.hook_sha256 <> EXCLUDED.hook_sha256 THEN now() ELSE ledger_hooks.updated_at END
+		RETURNING hook_sha256`, int64(chainID), contract, digest, replace).Scan(&recorded)
 	if err != nil {
-		return fmt.Errorf("recording the payment hook of group %q: %w", group, interpret(err))
+		return fmt.Errorf("recording the payment hook of contract %s: %w", contract, interpret(err))
 	}
-	return hookAgrees(group, recorded, digest)
+	return hookAgrees(contract, recorded, digest)
 }
 
-// CheckHook returns nil when group's recorded hook is digest (or the group
-// has recorded none), else an error wrapping ErrHookMismatch. Every range
-// transaction checks it, so that a writer whose hook the group has since
-// replaced stops writing.
-func (t *Tx) CheckHook(ctx context.Context, group, digest string) error {
-	var recorded string
-	err := t.tx.QueryRow(ctx, `SELECT hook_sha256 FROM group_hooks WHERE group_id = $1`, group).Scan(&recorded)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
+// CheckHook returns nil when the recorded hook of each of contracts is
+// digest (or none is recorded), else an error wrapping ErrHookMismatch. It
+// holds the records for the rest of the transaction (FOR SHARE), so that a
+// writer whose hook has just been replaced cannot commit under it: every
+// range transaction checks before it waits for its cursor, so a standby
+// with a stale hook says so too.
+func (t *Tx) CheckHook(ctx context.Context, chainID uint64, contracts []string, digest string) error {
+	keys := slices.Clone(contracts)
+	slices.Sort(keys)
+	for _, c := range keys {
+		var recorded string
+		err := t.tx.QueryRow(ctx, `SELECT hook_sha256 FROM ledger_hooks WHERE chain_id = $1 AND contract = $2 FOR SHARE`,
+			int64(chainID), c).Scan(&recorded)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading the payment hook of contract %s: %w", c, interpret(err))
+		}
+		if err := hookAgrees(c, recorded, digest); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("reading the payment hook of group %q: %w", group, interpret(err))
-	}
-	return hookAgrees(group, recorded, digest)
+	return nil
 }
 
 // hookAgrees compares the digests without printing them: a hook may carry a
 // credential, and even its hash helps guess one offline.
-func hookAgrees(group, recorded, digest string) error {
+func hookAgrees(contract, recorded, digest string) error {
 	if recorded == digest {
 		return nil
 	}
-	return fmt.Errorf("%w: group %q records %s, this process runs %s", ErrHookMismatch, group, describeHook(recorded), describeHook(digest))
-}
-
-func describeHook(digest string) string {
-	if digest == "" {
-		return "no hook"
+	mine := "another hook"
+	switch {
+	case digest == "":
+		mine = "no hook"
+	case recorded == "":
+		mine = "a hook"
 	}
-	return "a hook"
+	theirs := "a hook"
+	if recorded == "" {
+		theirs = "no hook"
+	}
+	return fmt.Errorf("%w: contract %s records %s, this process runs %s", ErrHookMismatch, contract, theirs, mine)
 }

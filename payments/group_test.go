@@ -11,6 +11,11 @@ import (
 	"github.com/burnpoller/burnpoller/payments"
 )
 
+var (
+	contractA = "0x" + strings.Repeat("ab", 20)
+	contractB = "0x" + strings.Repeat("cd", 20)
+)
+
 func TestAgreeOnHook(t *testing.T) {
 	t.Parallel()
 	s, _ := newStore(t)
@@ -30,13 +35,16 @@ func TestAgreeOnHook(t *testing.T) {
 		{"the old one is refused now", a, false, true},
 	}
 	for _, st := range steps {
-		err := s.AgreeOnHook(ctx, "g", st.digest, st.replace)
+		err := s.AgreeOnHook(ctx, 1337, contractA, st.digest, st.replace)
 		if gotErr := errors.Is(err, payments.ErrHookMismatch); gotErr != st.wantErr || (err != nil && !gotErr) {
 			t.Fatalf("%s: AgreeOnHook = %v", st.name, err)
 		}
 	}
-	// Other groups are not concerned.
-	if err := s.AgreeOnHook(ctx, "other", "", false); err != nil {
+	// Other contracts and chains are not concerned.
+	if err := s.AgreeOnHook(ctx, 1337, contractB, "", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AgreeOnHook(ctx, 10, contractA, "", false); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := s.Begin(ctx, limits)
@@ -44,14 +52,14 @@ func TestAgreeOnHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if err := tx.CheckHook(ctx, "g", b); err != nil {
-		t.Fatalf("CheckHook with the group's hook = %v", err)
+	if err := tx.CheckHook(ctx, 1337, []string{contractA}, b); err != nil {
+		t.Fatalf("CheckHook with the recorded hook = %v", err)
 	}
-	if err := tx.CheckHook(ctx, "g", a); !errors.Is(err, payments.ErrHookMismatch) || strings.Contains(err.Error(), a[:8]) || strings.Contains(err.Error(), b[:8]) {
+	if err := tx.CheckHook(ctx, 1337, []string{contractA}, a); !errors.Is(err, payments.ErrHookMismatch) || strings.Contains(err.Error(), a[:8]) || strings.Contains(err.Error(), b[:8]) {
 		t.Fatalf("CheckHook with another hook = %v", err)
 	}
-	if err := tx.CheckHook(ctx, "never-recorded", a); err != nil {
-		t.Fatalf("CheckHook of a group that recorded none = %v", err)
+	if err := tx.CheckHook(ctx, 1337, []string{"0x" + strings.Repeat("ee", 20)}, a); err != nil {
+		t.Fatalf("CheckHook of a contract that recorded none = %v", err)
 	}
 	if payments.HookDigest("  ") != "" || len(a) != 64 {
 		t.Fatalf("HookDigest: blank %q, statement %q", payments.HookDigest("  "), a)
@@ -140,8 +148,15 @@ func TestLedgerRowsAndOrphans(t *testing.T) {
 	if got := blocksOf(rows); !slices.Equal(got, []int64{10, 12, 20}) {
 		t.Fatalf("LedgerRows blocks = %v, want [10 12 20]", got)
 	}
-	if err := tx.MarkOrphaned(ctx, []int64{rows[1].ID}); err != nil {
+	// Block 12's canonical hash is now another; 10's and 20's are the
+	// ledger's. Nothing at or below block 5 is looked at.
+	marked, err := tx.MarkOrphanedOffChain(ctx, 1337, contracts, 5, []int64{10, 12, 20},
+		[]string{at(2, 10).BlockHash, "0x" + strings.Repeat("99", 32), at(4, 20).BlockHash})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(marked) != 1 || marked[0].BlockNumber != 12 || !marked[0].Orphaned || marked[0].ID != rows[1].ID {
+		t.Fatalf("marked %+v, want the row at block 12", marked)
 	}
 	rows, err = tx.LedgerRows(ctx, 1337, contracts, 0, 100, nil)
 	if err != nil {
@@ -163,5 +178,12 @@ func TestLedgerRowsAndOrphans(t *testing.T) {
 	recs, err := s.PaymentsInBlocks(ctx, 1337, contracts[0], 12, 12)
 	if err != nil || len(recs) != 1 || !recs[0].Orphaned {
 		t.Fatalf("PaymentsInBlocks(12) = %+v, %v; want the orphaned row", recs, err)
+	}
+	// The key is free again: the same burn in a new block is a payment of
+	// its own, and a second copy of it a duplicate.
+	again := at(3, 13)
+	again.BlockHash = "0x" + strings.Repeat("99", 32)
+	if n := commitRange(t, s, "c", 30, 31, []payments.Payment{again, again}); n != 1 {
+		t.Fatalf("%d inserted under the orphaned row's key, want 1", n)
 	}
 }

@@ -150,6 +150,9 @@ type Recorded struct {
 
 const recordedColumns = `id, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount::text, burned_at, orphaned_at IS NOT NULL`
 
+// recordedColumnsOf is recordedColumns of the table aliased p.
+const recordedColumnsOf = `p.id, p.chain_id, p.contract, p.tx_hash, p.log_index, p.block_number, p.block_hash, p.payer, p.digest, p.amount::text, p.burned_at, p.orphaned_at IS NOT NULL`
+
 // PaymentsInBlocks reads the payments of contract on chain chainID in blocks
 // [from, to], in chain order, orphaned ones included.
 func (s *Store) PaymentsInBlocks(ctx context.Context, chainID uint64, contract string, from, to int64) ([]Recorded, error) {
@@ -163,7 +166,7 @@ func (s *Store) PaymentsInBlocks(ctx context.Context, chainID uint64, contract s
 }
 
 // PaymentsByKey reads the payments of chain chainID with the given
-// (tx hash, log index) keys, wherever they are.
+// (tx hash, log index) keys, wherever they are, orphaned ones left out.
 func (s *Store) PaymentsByKey(ctx context.Context, chainID uint64, txHashes []string, logIndexes []uint32) ([]Recorded, error) {
 	if len(txHashes) == 0 {
 		return nil, nil
@@ -173,7 +176,7 @@ func (s *Store) PaymentsByKey(ctx context.Context, chainID uint64, txHashes []st
 		idx[i] = int64(v)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+recordedColumns+` FROM payments
-		WHERE chain_id = $1 AND (tx_hash, log_index) IN (SELECT * FROM unnest($2::text[], $3::int[]))`,
+		WHERE chain_id = $1 AND orphaned_at IS NULL AND (tx_hash, log_index) IN (SELECT * FROM unnest($2::text[], $3::int[]))`,
 		int64(chainID), txHashes, idx)
 	if err != nil {
 		return nil, fmt.Errorf("reading payments by key: %w", interpret(err))
@@ -184,7 +187,21 @@ func (s *Store) PaymentsByKey(ctx context.Context, chainID uint64, txHashes []st
 // PaymentBlocksAbove returns the distinct blocks above block that hold
 // payments of contracts on chain chainID not marked orphaned, in order.
 func (s *Store) PaymentBlocksAbove(ctx context.Context, chainID uint64, contracts []string, block int64) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT block_number FROM payments
+	return paymentBlocksAbove(ctx, s.pool, chainID, contracts, block)
+}
+
+// PaymentBlocksAbove is Store.PaymentBlocksAbove inside the transaction.
+func (t *Tx) PaymentBlocksAbove(ctx context.Context, chainID uint64, contracts []string, block int64) ([]int64, error) {
+	return paymentBlocksAbove(ctx, t.tx, chainID, contracts, block)
+}
+
+// querier is a pool, a connection or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func paymentBlocksAbove(ctx context.Context, q querier, chainID uint64, contracts []string, block int64) ([]int64, error) {
+	rows, err := q.Query(ctx, `SELECT DISTINCT block_number FROM payments
 		WHERE chain_id = $1 AND contract = ANY($2) AND block_number > $3 AND orphaned_at IS NULL
 		ORDER BY block_number`, int64(chainID), contracts, block)
 	if err != nil {
@@ -293,7 +310,8 @@ type Inserted struct {
 }
 
 // InsertPayments inserts ps in one statement, skipping any whose
-// (chain_id, tx_hash, log_index) is already recorded, and returns the ones it
+// (chain_id, tx_hash, log_index) is already recorded (and not orphaned),
+// and returns the ones it
 // inserted, with their ids, in id order. It is the only way a payment enters
 // the ledger.
 func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
@@ -342,7 +360,7 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 		            $7::text[], $8::text[], $9::text[], $10::timestamptz[])
 		     AS p(chain_id, contract, tx_hash, log_index, block_number, block_hash,
 		          payer, digest, amount, burned_at)
-		ON CONFLICT (chain_id, tx_hash, log_index) DO NOTHING
+		ON CONFLICT (chain_id, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING
 		RETURNING id, tx_hash, log_index`,
 		chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times)
 	if err != nil {
@@ -449,14 +467,44 @@ func (t *Tx) LedgerRows(ctx context.Context, chainID uint64, contracts []string,
 	return scanRecorded(rows)
 }
 
-// MarkOrphaned marks payments ids as orphaned: their blocks are no longer on
-// the canonical chain. The rows stay.
-func (t *Tx) MarkOrphaned(ctx context.Context, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
+// MarkOrphanedOffChain marks as orphaned the payments of contracts on chain
+// chainID above block whose block hash is not the canonical one: blocks and
+// hashes pair each block number with its canonical hash ("" for none), and
+// must cover every block above block holding a payment. The rows stay. It
+// returns the payments it marked.
+func (t *Tx) MarkOrphanedOffChain(ctx context.Context, chainID uint64, contracts []string, block int64, blocks []int64, hashes []string) ([]Recorded, error) {
+	rows, err := t.tx.Query(ctx, `
+		UPDATE payments p SET orphaned_at = now()
+		FROM unnest($4::bigint[], $5::text[]) AS c(block_number, block_hash)
+		WHERE p.chain_id = $1 AND p.contract = ANY($2) AND p.block_number > $3 AND p.orphaned_at IS NULL
+		  AND p.block_number = c.block_number AND p.block_hash IS DISTINCT FROM nullif(c.block_hash, '')
+		RETURNING `+recordedColumnsOf, int64(chainID), contracts, block, blocks, hashes)
+	if err != nil {
+		return nil, fmt.Errorf("marking payments above block %d orphaned: %w", block, interpret(err))
 	}
-	if _, err := t.tx.Exec(ctx, `UPDATE payments SET orphaned_at = now() WHERE id = ANY($1) AND orphaned_at IS NULL`, ids); err != nil {
-		return fmt.Errorf("marking %d payments orphaned: %w", len(ids), interpret(err))
+	return scanRecorded(rows)
+}
+
+// SetLimits applies limits to the rest of the transaction: a wait for a
+// lock may be long, and the work after it short.
+func (t *Tx) SetLimits(ctx context.Context, limits Limits) error {
+	t.limits = limits
+	return t.bound(ctx)
+}
+
+// LockWriters waits, within the lock limit, until no other transaction is
+// recording payments of contracts on chain chainID, and keeps them from
+// starting until this one ends. Writers of the same contract lock different
+// cursor rows (the live group's, a backfill's); without this, two of them
+// could each check the ledger before the other's rows commit.
+func (t *Tx) LockWriters(ctx context.Context, chainID uint64, contracts []string) error {
+	keys := slices.Clone(contracts)
+	slices.Sort(keys)
+	for _, c := range keys {
+		if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('burnpoller writers ' || $1::text || ' ' || $2, 0))`,
+			strconv.FormatUint(chainID, 10), c); err != nil {
+			return fmt.Errorf("waiting for the other writers of contract %s: %w", c, interpret(err))
+		}
 	}
 	return nil
 }

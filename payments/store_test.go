@@ -317,6 +317,21 @@ func TestTransactionsAreBoundedOnTheServer(t *testing.T) {
 	if want := []string{"1500ms", "7s", "7s"}; !slices.Equal(got, want) {
 		t.Fatalf("settings = %v, want %v", got, want)
 	}
+	// A long wait for a lock, then short work: the bounds shrink in place.
+	if err := tx.SetLimits(ctx, payments.Limits{LockWait: 2 * time.Second, TxTimeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, name := range []string{"lock_timeout", "statement_timeout", "idle_in_transaction_session_timeout"} {
+		var v string
+		if err := tx.QueryRowForTest(ctx, `SELECT current_setting($1)`, name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	if want := []string{"2s", "1min", "1min"}; !slices.Equal(got, want) {
+		t.Fatalf("settings after SetLimits = %v, want %v", got, want)
+	}
 	// Local to the transaction: the session's defaults are untouched.
 	var outside string
 	if err := pool.QueryRow(ctx, `SELECT current_setting('lock_timeout')`).Scan(&outside); err != nil {

@@ -105,7 +105,7 @@ func Backfill(ctx context.Context, w *Writer, cfg BackfillConfig) (BackfillProgr
 	hard := context.WithoutCancel(ctx)
 	target, err := w.node.Target(ctx)
 	if err != nil {
-		return prog, fmt.Errorf("reading the target: %w", err)
+		return prog, interrupted(ctx, fmt.Errorf("reading the target: %w", err))
 	}
 	if cfg.To < 0 {
 		cfg.To = target.Block
@@ -121,7 +121,7 @@ func Backfill(ctx context.Context, w *Writer, cfg BackfillConfig) (BackfillProgr
 
 	cur, err := w.Seed(ctx, cfg.ID, int64(cfg.From)-1)
 	if err != nil {
-		return prog, err
+		return prog, interrupted(ctx, err)
 	}
 	if cfg.Restart {
 		res, err := w.Reset(ctx, cfg.ID, int64(cfg.From)-1, ResetOptions{})
@@ -129,7 +129,7 @@ func Backfill(ctx context.Context, w *Writer, cfg BackfillConfig) (BackfillProgr
 			return prog, fmt.Errorf("%w (cursor %q)", ErrBackfillBusy, cfg.ID)
 		}
 		if err != nil {
-			return prog, fmt.Errorf("restarting backfill %q: %w", cfg.ID, err)
+			return prog, interrupted(ctx, fmt.Errorf("restarting backfill %q: %w", cfg.ID, err))
 		}
 		cur.Block, cur.Hash = res.To, res.Hash
 		w.log.Info("backfill restarted from the beginning", slog.String("cursor_id", cfg.ID))
@@ -186,6 +186,15 @@ func Backfill(ctx context.Context, w *Writer, cfg BackfillConfig) (BackfillProgr
 		w.log.Error("backfill chunk failed; rolled back, retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
 		sleep(ctx, wait, nil)
 	}
+}
+
+// interrupted is err, or ErrInterrupted when ctx ended (the error is then
+// the cancellation's, not a fault).
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w before the first chunk: %w", ErrInterrupted, err)
+	}
+	return err
 }
 
 // backfillChunk commits the next chunk of the backfill in its own range

@@ -314,3 +314,30 @@ func TestVerify(t *testing.T) {
 		}
 	}
 }
+
+// stalledTarget is a node whose finality target never comes until ctx ends.
+type stalledTarget struct{ *fakeChain }
+
+func (s stalledTarget) Target(ctx context.Context) (chain.Target, error) {
+	<-ctx.Done()
+	return chain.Target{}, ctx.Err()
+}
+
+// TestBackfillInterruptedBeforeItsFirstChunk: a signal while the backfill
+// still reads the target is an interruption (the command exits 128 + the
+// signal), not a failure.
+func TestBackfillInterruptedBeforeItsFirstChunk(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, newFakeChain(20))
+	w := poller.NewWriter(h.wcfg, h.store, stalledTarget{h.node}, nil, h.log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := poller.Backfill(ctx, w, poller.BackfillConfig{ID: "b", From: 0, To: 10})
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, poller.ErrInterrupted) {
+		t.Fatalf("Backfill = %v, want ErrInterrupted", err)
+	}
+}

@@ -30,7 +30,11 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m, func() error { return goleak.Find() })
 }
 
-var burnContract = common.HexToAddress("0x00000000000000000000000000000000000000b1")
+var (
+	burnContract = common.HexToAddress("0x00000000000000000000000000000000000000b1")
+	// contractHex is burnContract as the ledger spells it.
+	contractHex = "0x00000000000000000000000000000000000000b1"
+)
 
 func TestNextRange(t *testing.T) {
 	t.Parallel()
@@ -225,7 +229,6 @@ func newHarness(t *testing.T, node *fakeChain) *harness {
 		store: payments.NewStore(pool),
 		node:  node,
 		wcfg: poller.WriterConfig{
-			Group:         "test",
 			ChainID:       1337,
 			Contract:      burnContract,
 			MaxBlockRange: 10,

@@ -78,7 +78,7 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 	// before taking the lock so that the lock is held briefly.
 	hashes := map[int64]string{}
 	if opts.MarkOrphaned {
-		blocks, err := w.store.PaymentBlocksAbove(ctx, w.cfg.ChainID, []string{lowerHex(w.cfg.Contract)}, to)
+		blocks, err := w.store.PaymentBlocksAbove(ctx, w.cfg.ChainID, w.contracts(), to)
 		if err != nil {
 			return ResetResult{}, err
 		}
@@ -87,13 +87,17 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 		}
 	}
 
-	limits := payments.Limits{LockWait: min(2*time.Second, w.cfg.LockWait), TxTimeout: time.Minute}
+	// The work under the lock is bounded by a minute on the server whatever
+	// the wait was: a reset that freezes or is cut off holding the cursor
+	// lets go of it as a writer does.
+	work := payments.Limits{LockWait: min(2*time.Second, w.cfg.LockWait), TxTimeout: time.Minute}
+	wait := work
 	if opts.Wait {
-		limits = payments.Limits{LockWait: 24 * time.Hour, TxTimeout: 25 * time.Hour}
+		wait = payments.Limits{LockWait: 24 * time.Hour, TxTimeout: 25 * time.Hour}
 	}
-	tctx, cancel := context.WithTimeout(ctx, limits.TxTimeout)
-	defer cancel()
-	t, err := w.begin(tctx, tctx, id, limits, false)
+	wctx, cancelWait := context.WithTimeout(ctx, wait.TxTimeout)
+	defer cancelWait()
+	t, err := w.begin(wctx, wctx, id, wait, false)
 	if errors.Is(err, payments.ErrLockTimeout) {
 		return ResetResult{}, fmt.Errorf("cursor %q: %w; retry, or pass --wait: %w", id, ErrCursorLocked, err)
 	}
@@ -101,6 +105,11 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 		return ResetResult{}, err
 	}
 	defer t.Rollback()
+	tctx, cancel := context.WithTimeout(ctx, work.TxTimeout)
+	defer cancel()
+	if err := t.tx.SetLimits(tctx, work); err != nil {
+		return ResetResult{}, err
+	}
 	cur := t.cur
 	if to > cur.Block && !opts.AllowSkip {
 		return ResetResult{}, fmt.Errorf("cursor %q is at %d, --to %d: %w", id, cur.Block, to, ErrSkipRefused)
@@ -110,28 +119,24 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 		return ResetResult{}, err
 	}
 	if opts.MarkOrphaned {
-		rows, err := t.tx.LedgerRows(tctx, w.cfg.ChainID, []string{lowerHex(w.cfg.Contract)}, to+1, maxBlock, nil)
+		// A writer may have recorded blocks since the first read: their
+		// hashes too, with the contract's writers held off meanwhile.
+		if err := t.tx.LockWriters(tctx, w.cfg.ChainID, w.contracts()); err != nil {
+			return ResetResult{}, err
+		}
+		blocks, err := t.tx.PaymentBlocksAbove(tctx, w.cfg.ChainID, w.contracts(), to)
 		if err != nil {
 			return ResetResult{}, err
 		}
-		// Rows committed since the first read need their blocks' hashes too.
-		var more []int64
-		for _, r := range rows {
-			if _, ok := hashes[r.BlockNumber]; !ok {
-				more = append(more, r.BlockNumber)
-			}
-		}
-		if err := w.canonicalHashes(tctx, more, hashes); err != nil {
+		if err := w.canonicalHashes(tctx, blocks, hashes); err != nil {
 			return ResetResult{}, err
 		}
-		var ids []int64
-		for _, r := range rows {
-			if hashes[r.BlockNumber] != r.BlockHash {
-				ids = append(ids, r.ID)
-				res.Orphaned = append(res.Orphaned, r)
-			}
+		known := make([]int64, 0, len(blocks))
+		canon := make([]string, 0, len(blocks))
+		for _, b := range blocks {
+			known, canon = append(known, b), append(canon, hashes[b])
 		}
-		if err := t.tx.MarkOrphaned(tctx, ids); err != nil {
+		if res.Orphaned, err = t.tx.MarkOrphanedOffChain(tctx, w.cfg.ChainID, w.contracts(), to, known, canon); err != nil {
 			return ResetResult{}, err
 		}
 	}
@@ -149,9 +154,6 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 	}
 	return res, nil
 }
-
-// maxBlock is above any block number the ledger can hold.
-const maxBlock = 1 << 62
 
 // hashBatch is how many blocks' headers one call asks for.
 const hashBatch = 1000

@@ -55,9 +55,9 @@ type VerifyReport struct {
 	Missing    int   `json:"missing"`
 	Extra      int   `json:"extra"`
 	Mismatched int   `json:"mismatched"`
-	// Orphaned counts ledger rows marked orphaned at a cursor reset that the
-	// canonical chain does not hold: known, awaiting the business's
-	// reconciliation, and not counted as discrepancies.
+	// Orphaned counts ledger rows marked orphaned at a cursor reset: known
+	// to be off the chain, awaiting the business's reconciliation, and not
+	// counted as discrepancies (nor in LedgerRows).
 	Orphaned      int           `json:"orphaned"`
 	Undecodable   int           `json:"undecodable_on_chain"`
 	Discrepancies []Discrepancy `json:"discrepancies"`
@@ -135,9 +135,20 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 		if err != nil {
 			return rep, err
 		}
-		rep.LedgerRows += len(recorded)
-		inLedger := make(map[key]payments.Recorded, len(recorded))
+		// Orphaned rows are known to be off the chain; they are counted
+		// apart and compared with nothing (a burn re-included under the same
+		// key has a live row of its own).
+		live := recorded[:0:0]
 		for _, rec := range recorded {
+			if rec.Orphaned {
+				rep.Orphaned++
+				continue
+			}
+			live = append(live, rec)
+		}
+		rep.LedgerRows += len(live)
+		inLedger := make(map[key]payments.Recorded, len(live))
+		for _, rec := range live {
 			inLedger[key{rec.TxHash, rec.LogIndex}] = rec
 		}
 		var lost []payments.Payment
@@ -166,7 +177,7 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 			}
 			rep.add(Discrepancy{Kind: Missing, TxHash: c.TxHash, LogIndex: c.LogIndex, Block: c.BlockNumber, Chain: side(c, 0, false)})
 		}
-		for _, rec := range recorded {
+		for _, rec := range live {
 			if k := (key{rec.TxHash, rec.LogIndex}); !chainKeys[k] && !explained[k] {
 				unexplained = append(unexplained, rec)
 			}
@@ -174,11 +185,7 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 		next = end + 1
 	}
 	for _, rec := range unexplained {
-		switch {
-		case explained[key{rec.TxHash, rec.LogIndex}]:
-		case rec.Orphaned:
-			rep.Orphaned++
-		default:
+		if !explained[key{rec.TxHash, rec.LogIndex}] {
 			rep.add(Discrepancy{Kind: Extra, TxHash: rec.TxHash, LogIndex: rec.LogIndex, Block: rec.BlockNumber, Ledger: side(rec.Payment, rec.ID, false)})
 		}
 	}

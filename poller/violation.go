@@ -131,7 +131,7 @@ func (l *latch) note(err error) {
 	l.failingClass = chain.ClassOf(err)
 }
 
-// set latches v; it reports whether v was new.
+// set latches v.
 func (l *latch) set(v *ViolationError) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -29,10 +29,8 @@ type Node interface {
 	HintDensity(blocks uint64, logs int)
 }
 
-// WriterConfig is what every writer of one poller group shares.
+// WriterConfig is what every writer of one contract shares.
 type WriterConfig struct {
-	// Group is the poller group (CURSOR_ID); its writers agree on the hook.
-	Group    string
 	ChainID  uint64
 	Contract common.Address
 	// MaxBlockRange is the most blocks one eth_getLogs call asks for.
@@ -44,7 +42,8 @@ type WriterConfig struct {
 	// HookDigest is payments.HookDigest of the hook's statement ("" for none).
 	HookDigest string
 	// IgnoreGroupHook lets this writer record with another hook than the
-	// group's (a backfill told so); others refuse to write.
+	// one recorded for the contract (a backfill told so); others refuse to
+	// write.
 	IgnoreGroupHook bool
 }
 
@@ -87,6 +86,8 @@ type RangeTx struct {
 	note   payments.Notification
 	totals Totals
 	used   bool
+	// writing is set once the transaction holds the contract's writer lock.
+	writing bool
 }
 
 // Totals is what a range transaction recorded.
@@ -107,10 +108,12 @@ type Totals struct {
 
 // Begin opens cursor id's range transaction with the group's bounds and
 // locks the cursor row. Until the lock is held nothing is in flight, so stop
-// cancels the wait at once; after that the transaction runs under ctx. A
-// lock held elsewhere for longer than LockWait gives payments.ErrLockTimeout;
-// a hook the group does not agree on gives payments.ErrHookMismatch. On
-// success the caller must Commit or Rollback.
+// cancels the wait at once; after that the transaction runs under ctx (stop
+// comes first only because it ends sooner). A lock held elsewhere for longer
+// than LockWait gives payments.ErrLockTimeout; a hook other than the one
+// recorded for the contract gives payments.ErrHookMismatch, checked before
+// the wait so that a standby reports it too. On success the caller must
+// Commit or Rollback.
 func (w *Writer) Begin(stop, ctx context.Context, id string) (*RangeTx, error) {
 	return w.begin(stop, ctx, id, payments.Limits{LockWait: w.cfg.LockWait, TxTimeout: w.cfg.TxTimeout}, !w.cfg.IgnoreGroupHook)
 }
@@ -123,19 +126,22 @@ func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Lim
 	if err != nil {
 		return nil, err
 	}
+	if checkHook {
+		if err := tx.CheckHook(waitCtx, w.cfg.ChainID, w.contracts(), w.cfg.HookDigest); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+	}
 	cur, err := tx.LockCursor(waitCtx, id)
 	if err != nil {
 		tx.Rollback()
 		return nil, err
 	}
-	if checkHook {
-		if err := tx.CheckHook(ctx, w.cfg.Group, w.cfg.HookDigest); err != nil {
-			tx.Rollback()
-			return nil, err
-		}
-	}
 	return &RangeTx{w: w, tx: tx, cur: cur, totals: Totals{From: cur.Block + 1, To: cur.Block}}, nil
 }
+
+// contracts are the contracts the writer records, as the ledger spells them.
+func (w *Writer) contracts() []string { return []string{lowerHex(w.cfg.Contract)} }
 
 // Cursor is the cursor as the transaction locked it.
 func (t *RangeTx) Cursor() payments.Cursor { return t.cur }
@@ -283,6 +289,15 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range) (recorded, error) {
 	if err != nil {
 		return recorded{}, err
 	}
+	// One writer of a contract records at a time, so that the check below
+	// sees what another writer (a backfill beside the live loop) committed
+	// for the same blocks; it waits at most LOCK_WAIT.
+	if !t.writing {
+		if err := t.tx.LockWriters(ctx, t.w.cfg.ChainID, t.w.contracts()); err != nil {
+			return recorded{}, err
+		}
+		t.writing = true
+	}
 	if err := t.checkLedger(ctx, r, ps); err != nil {
 		return recorded{}, err
 	}
@@ -315,11 +330,12 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range) (recorded, error) {
 
 // checkLedger compares what the ledger already holds for r's blocks, and
 // for r's transactions wherever they were recorded, with the canonical
-// burns ps: a row in these blocks the chain does not hold (another block
-// hash, a key the canonical logs lack, other values), or a transaction of r
-// recorded at another position, is a finality violation. Inserting r would
-// otherwise record a burn twice under two keys, or leave a row of a dropped
-// branch standing as if canonical.
+// burns ps. A row whose block the chain no longer holds (another block
+// hash), whatever else differs, is a finality violation: inserting r would
+// record a burn twice under two keys, or leave a row of a dropped branch
+// standing as if canonical. A row whose block is still canonical but that r
+// contradicts (a key r lacks, other values, the transaction elsewhere) means
+// the node's answer is wrong, not the chain: a bad reply, retried elsewhere.
 func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.Payment) error {
 	txs := make([]string, 0, len(ps))
 	canonical := make(map[ledgerKey]*payments.Payment, len(ps))
@@ -332,7 +348,7 @@ func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.
 			txs = append(txs, p.TxHash)
 		}
 	}
-	rows, err := t.tx.LedgerRows(ctx, t.w.cfg.ChainID, []string{lowerHex(t.w.cfg.Contract)}, int64(r.From.Number), int64(r.To.Number), txs)
+	rows, err := t.tx.LedgerRows(ctx, t.w.cfg.ChainID, t.w.contracts(), int64(r.From.Number), int64(r.To.Number), txs)
 	if err != nil {
 		return err
 	}
@@ -345,10 +361,16 @@ func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.
 		if !ok {
 			c = byTx[row.TxHash] // the same transaction elsewhere, if at all
 		}
-		v := &ViolationError{Cursor: t.cur, Block: row.BlockNumber, Committed: row.BlockHash,
+		chainHash, err := t.canonicalHash(ctx, r, row.BlockNumber)
+		if err != nil {
+			return fmt.Errorf("reading block %d to check payment %d against the chain: %w", row.BlockNumber, row.ID, err)
+		}
+		if chainHash == row.BlockHash {
+			return fmt.Errorf("%w: payment %d (tx %s log %d) is in block %d, which is still canonical (%s), but the node's reply for blocks [%d, %d] does not hold it as recorded",
+				chain.ErrBadReply, row.ID, row.TxHash, row.LogIndex, row.BlockNumber, chainHash, r.From.Number, r.To.Number)
+		}
+		return &ViolationError{Cursor: t.cur, Block: row.BlockNumber, Committed: row.BlockHash, ChainHash: chainHash,
 			SeenAt: r.To.Number, Payment: row, OnChain: c}
-		v.ChainHash = t.canonicalHash(ctx, r, row.BlockNumber)
-		return v
 	}
 	return nil
 }
@@ -364,30 +386,27 @@ func samePayment(a, b payments.Payment) bool {
 		a.BurnedAt.Equal(b.BurnedAt)
 }
 
-// canonicalHash is block n's hash on the chain now, for the violation's log
-// line: from r when it holds it, else asked of the node ("" if it cannot say).
-func (t *RangeTx) canonicalHash(ctx context.Context, r chain.Range, n int64) string {
+// canonicalHash is block n's hash on the chain now: from r when it holds
+// it, else asked of the node.
+func (t *RangeTx) canonicalHash(ctx context.Context, r chain.Range, n int64) (string, error) {
 	switch {
 	case n == int64(r.From.Number):
-		return hashHex(r.From.Hash)
+		return hashHex(r.From.Hash), nil
 	case n == int64(r.To.Number):
-		return hashHex(r.To.Hash)
+		return hashHex(r.To.Hash), nil
 	}
 	for _, b := range r.Burns {
 		if int64(b.BlockNumber) == n {
-			return hashHex(b.BlockHash)
+			return hashHex(b.BlockHash), nil
 		}
 	}
-	if n < 0 {
-		return ""
-	}
-	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	h, err := t.w.node.Header(hctx, uint64(n))
+	// A block the node does not have is an error, retried: a payment is
+	// never judged on a missing answer.
+	h, err := t.w.node.Header(ctx, uint64(n))
 	if err != nil {
-		return ""
+		return "", err
 	}
-	return hashHex(h.Hash)
+	return hashHex(h.Hash), nil
 }
 
 // densitySample is how many committed blocks tell the log density.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 )
@@ -158,7 +160,7 @@ func TestHookAgreement(t *testing.T) {
 	want := expected(node.addBurn(3, 1, 0, 5))
 	h := newHarness(t, node)
 	mine, theirs := payments.HookDigest("SELECT 1"), payments.HookDigest("SELECT 2")
-	if err := h.store.AgreeOnHook(ctx, "test", theirs, false); err != nil {
+	if err := h.store.AgreeOnHook(ctx, 1337, contractHex, theirs, false); err != nil {
 		t.Fatal(err)
 	}
 	h.wcfg.HookDigest = mine
@@ -191,10 +193,10 @@ func TestHookAgreement(t *testing.T) {
 	}
 	// A replica told to replace the group's hook takes over; the others
 	// then stop writing.
-	if err := h.store.AgreeOnHook(ctx, "test", mine, false); !errors.Is(err, payments.ErrHookMismatch) {
+	if err := h.store.AgreeOnHook(ctx, 1337, contractHex, mine, false); !errors.Is(err, payments.ErrHookMismatch) {
 		t.Fatalf("AgreeOnHook = %v, want ErrHookMismatch", err)
 	}
-	if err := h.store.AgreeOnHook(ctx, "test", mine, true); err != nil {
+	if err := h.store.AgreeOnHook(ctx, 1337, contractHex, mine, true); err != nil {
 		t.Fatal(err)
 	}
 	h.wcfg.IgnoreGroupHook = false
@@ -205,5 +207,222 @@ func TestHookAgreement(t *testing.T) {
 	}
 	if err := l.Health(); err != nil {
 		t.Fatalf("Health() = %v after the group took this hook", err)
+	}
+}
+
+// TestWritersOfAContractRecordOneAtATime: a backfill chunk and the live
+// loop over the same blocks, in flight together across a reorganisation,
+// cannot both commit the burn: the second writer waits for the first, then
+// finds its row contradicted by the chain and latches. Before, neither saw
+// the other's uncommitted row and the burn was recorded, and credited, twice.
+func TestWritersOfAContractRecordOneAtATime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	node := newFakeChain(20)
+	tx := common.HexToHash("0x7777")
+	node.addBurnTx(15, tx, 7, 0, 500)
+	h := newHarness(t, node)
+	if _, err := h.pool.Exec(ctx, hookSchema); err != nil {
+		t.Fatal(err)
+	}
+	hook, err := h.store.PrepareHook(ctx, `INSERT INTO credit_log VALUES ($1, $8, $10)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wcfg.Hook = hook
+	h.wcfg.LockWait = time.Minute // the live writer waits as long as the backfill holds on
+	w := h.writer()
+	backfill := poller.BackfillID("test", 10, "20")
+	for _, id := range []string{h.lcfg.CursorID, backfill} {
+		if _, err := w.Seed(ctx, id, 9); err != nil {
+			t.Fatal(err)
+		}
+	}
+	btx, err := w.Begin(ctx, ctx, backfill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer btx.Rollback()
+	if _, err := btx.Advance(ctx, 20, time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	// The chain reorganises and re-includes the burn under another key
+	// while the backfill's transaction is still open.
+	node.reorg(12)
+	node.addBurnTx(16, tx, 7, 1, 500)
+	ltx, err := w.Begin(ctx, ctx, h.lcfg.CursorID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ltx.Rollback()
+	live := make(chan error, 1)
+	go func() {
+		_, err := ltx.Advance(ctx, 20, time.Second)
+		live <- err
+	}()
+	waitFor(t, 10*time.Second, "the live writer waiting for the backfill", func() bool {
+		var n int
+		err := h.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	select {
+	case err := <-live:
+		t.Fatalf("the live writer recorded beside an open backfill: %v", err)
+	default:
+	}
+	if _, err := btx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var v *poller.ViolationError
+	if err := <-live; !errors.As(err, &v) || v.Payment == nil || v.Payment.BlockNumber != 15 || v.OnChain == nil || v.OnChain.BlockNumber != 16 {
+		t.Fatalf("live Advance = %v, want a violation naming the backfilled row at 15 and the chain's at 16", err)
+	}
+	var credits int
+	if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM credit_log`).Scan(&credits); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.ledger(); len(got) != 1 || credits != 1 {
+		t.Fatalf("ledger %v and %d credits, want the backfill's one row credited once", got, credits)
+	}
+}
+
+// TestAReincludedBurnUnderItsOldKeyIsRecordedAfterTheReset: after a reset
+// marks a burn's row orphaned, the new branch's burn with the same
+// (tx, log index) is a payment of its own, credited like any other; the
+// orphaned row's credit is the one the business reverses.
+func TestAReincludedBurnUnderItsOldKeyIsRecordedAfterTheReset(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	node := newFakeChain(20)
+	tx := common.HexToHash("0x7777")
+	node.addBurnTx(15, tx, 7, 0, 500)
+	h := newHarness(t, node)
+	if _, err := h.pool.Exec(ctx, hookSchema); err != nil {
+		t.Fatal(err)
+	}
+	hook, err := h.store.PrepareHook(ctx, `INSERT INTO credit_log VALUES ($1, $8, $10)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wcfg.Hook = hook
+	l, stop := h.start()
+	h.waitCursor(20)
+	node.reorg(12)
+	node.addBurnTx(16, tx, 7, 0, 500) // the same key, in another block
+	node.setTarget(30)
+	l.Signals.Latched.Wait(t, 10*time.Second)
+	res, err := h.writer().Reset(ctx, h.lcfg.CursorID, 11, poller.ResetOptions{MarkOrphaned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Orphaned) != 1 {
+		t.Fatalf("orphaned %+v, want the row at block 15", res.Orphaned)
+	}
+	l.Signals.Cleared.Wait(t, 10*time.Second)
+	h.waitCursor(30)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := h.store.PaymentsInBlocks(ctx, 1337, contractHex, 0, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || !rows[0].Orphaned || rows[0].BlockNumber != 15 || rows[1].Orphaned || rows[1].BlockNumber != 16 {
+		t.Fatalf("ledger = %+v, want the orphaned row at 15 and a live one at 16", rows)
+	}
+	var credited []int64
+	r, err := h.pool.Query(ctx, `SELECT payment_id FROM credit_log ORDER BY payment_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r.Next() {
+		var id int64
+		if err := r.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		credited = append(credited, id)
+	}
+	r.Close()
+	if !slices.Equal(credited, []int64{rows[0].ID, rows[1].ID}) {
+		t.Fatalf("credited payments %v, want %d (orphaned) and %d", credited, rows[0].ID, rows[1].ID)
+	}
+	rep, err := h.verifier().Verify(ctx, 0, 30, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Clean() || rep.Orphaned != 1 {
+		t.Fatalf("verify = %+v, want clean with 1 orphaned", rep)
+	}
+}
+
+// TestANodeLeavingOutARecordedBurnIsABadReply: a node that omits a log the
+// ledger holds, in a block that is still canonical, is wrong, not the
+// chain: the transaction fails as a bad reply and is retried; nothing
+// latches, and once the node answers fully the group goes on.
+func TestANodeLeavingOutARecordedBurnIsABadReply(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(30)
+	node.addBurn(25, 2, 0, 6)
+	h := newHarness(t, node)
+	h.lcfg.RescanDepth = 10
+	h.lcfg.RescanInterval = time.Millisecond
+	l, stop := h.start()
+	h.waitCursor(30)
+	node.mu.Lock()
+	node.hidden[25] = true
+	node.mu.Unlock()
+	err := l.Signals.Failed.WaitUntil(t, 10*time.Second, func(err error) bool { return errors.Is(err, chain.ErrBadReply) })
+	if chain.ClassOf(err) != chain.ClassBadReply || !strings.Contains(err.Error(), "still canonical") {
+		t.Fatalf("failure = %v, want a bad reply", err)
+	}
+	if l.Violation() != "" {
+		t.Fatalf("latched on a node's omission: %s", l.Violation())
+	}
+	node.mu.Lock()
+	node.hidden = map[uint64]bool{}
+	node.mu.Unlock()
+	l.Signals.Rescanned.Wait(t, 10*time.Second)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Violation() != "" || len(h.ledger()) != 1 {
+		t.Fatalf("violation %q, ledger %v", l.Violation(), h.ledger())
+	}
+}
+
+// TestAStandbyWithAStaleHookSaysSo: the hook is checked before the wait for
+// the cursor, so a replica that never gets the lock reports a hook the
+// contract no longer records.
+func TestAStandbyWithAStaleHookSaysSo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	node := newFakeChain(20)
+	h := newHarness(t, node)
+	if err := h.store.AgreeOnHook(ctx, 1337, contractHex, payments.HookDigest("SELECT 2"), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.SeedCursor(ctx, h.lcfg.CursorID, -1, ""); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := h.store.Begin(ctx, payments.Limits{LockWait: time.Second, TxTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.LockCursor(ctx, h.lcfg.CursorID); err != nil {
+		t.Fatal(err)
+	}
+	h.wcfg.HookDigest = payments.HookDigest("SELECT 1")
+	l, stop := h.start()
+	if err := l.Signals.Failed.Wait(t, 10*time.Second); !errors.Is(err, payments.ErrHookMismatch) {
+		t.Fatalf("failure = %v, want ErrHookMismatch", err)
+	}
+	if err := l.Health(); err == nil || err.Error() != "payment hook differs from the group's" {
+		t.Fatalf("Health() = %v", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }

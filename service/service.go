@@ -53,10 +53,12 @@ type Service struct {
 	running  atomic.Pointer[poller.Loop]
 	stopping atomic.Bool
 
+	mu       sync.Mutex // guards started, stopped and cancel
+	started  bool
+	stopped  bool
 	cancel   context.CancelFunc
 	done     chan struct{}
 	err      error
-	started  bool
 	stopOnce sync.Once
 	stopErr  error
 	bg       sync.WaitGroup
@@ -93,8 +95,13 @@ func (s *Service) Heartbeat() *poller.Heartbeat { return s.beat }
 // once the HTTP server is serving; Done is closed when the work ends (Stop,
 // UntilCaughtUp reached, or a failure Err reports).
 func (s *Service) Start(ctx context.Context) error {
-	if s.started {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.started:
 		return errors.New("service already started")
+	case s.stopped:
+		return errors.New("service stopped")
 	}
 	s.started = true
 	ctx, s.cancel = context.WithCancel(ctx)
@@ -112,7 +119,8 @@ func (s *Service) Start(ctx context.Context) error {
 // Done is closed when the replica's work has ended.
 func (s *Service) Done() <-chan struct{} { return s.done }
 
-// Err is why the work ended, once Done is closed: nil after Stop or a
+// Err is why the work ended, once Done is closed (it waits for that): nil
+// after Stop, a service never started, or a
 // caught-up UntilCaughtUp run; an error wrapping ErrRefused for a
 // configuration the start-up refused; a *poller.ViolationError when an
 // UntilCaughtUp run latched one; another error otherwise.
@@ -167,10 +175,16 @@ func (s *Service) Stop() error {
 	s.stopOnce.Do(func() {
 		s.stopping.Store(true)
 		deadline := time.Now().Add(s.cfg.ShutdownTimeout - 100*time.Millisecond)
-		if s.cancel != nil {
-			s.cancel()
+		s.mu.Lock()
+		s.stopped = true
+		cancel := s.cancel
+		s.mu.Unlock()
+		if cancel != nil {
+			cancel()
 			<-s.done
 			s.bg.Wait()
+		} else {
+			close(s.done) // never started: nothing to wait for
 		}
 		if soonest := time.Now().Add(50 * time.Millisecond); deadline.Before(soonest) {
 			deadline = soonest

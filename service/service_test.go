@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,8 +62,8 @@ func newService(t *testing.T, eps *chain.Endpoints, contract common.Address, hoo
 	store := payments.NewStore(pool)
 	reg := prometheus.NewRegistry()
 	svc, err := service.New(service.Config{
-		Prep:            service.Prep{Group: "g", HookSQL: hookSQL},
-		Writer:          poller.WriterConfig{Group: "g", ChainID: 1337, Contract: contract, MaxBlockRange: 100, LockWait: 200 * time.Millisecond, TxTimeout: 5 * time.Second},
+		Prep:            service.Prep{ChainID: 1337, Contract: contract, HookSQL: hookSQL},
+		Writer:          poller.WriterConfig{ChainID: 1337, Contract: contract, MaxBlockRange: 100, LockWait: 200 * time.Millisecond, TxTimeout: 5 * time.Second},
 		Loop:            poller.LoopConfig{CursorID: "g", PollInterval: 50 * time.Millisecond},
 		HTTPAddr:        "127.0.0.1:0",
 		ShutdownTimeout: 5 * time.Second,
@@ -140,7 +141,7 @@ func TestServiceStartsServesAndStops(t *testing.T) {
 func TestServiceRefusesAHookTheGroupDoesNotRun(t *testing.T) {
 	c, eps := node(t)
 	svc, store := newService(t, eps, c.Info().BurnContract, "SELECT $1::bigint")
-	if err := store.AgreeOnHook(context.Background(), "g", "", false); err != nil {
+	if err := store.AgreeOnHook(context.Background(), 1337, strings.ToLower(c.Info().BurnContract.Hex()), "", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.Start(context.Background()); err != nil {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -26,14 +28,16 @@ var ErrRefused = errors.New("refusing to start")
 
 // Prep is what a writer needs ready before its first transaction.
 type Prep struct {
-	// Group is the poller group whose hook must agree with HookSQL.
-	Group string
+	// ChainID and Contract are what the writer records; the hook recorded
+	// for them must agree with HookSQL.
+	ChainID  uint64
+	Contract common.Address
 	// Migrate applies the migrations; otherwise start-up waits for them.
 	Migrate bool
 	// HookSQL is PAYMENT_HOOK_SQL ("" for none).
 	HookSQL string
-	// ReplaceGroupHook makes HookSQL the group's hook instead of refusing
-	// one that differs (ALLOW_HOOK_CHANGE).
+	// ReplaceGroupHook makes HookSQL the contract's recorded hook instead
+	// of refusing one that differs (ALLOW_HOOK_CHANGE).
 	ReplaceGroupHook bool
 	// IgnoreGroupHook skips the agreement (a backfill told so).
 	IgnoreGroupHook bool
@@ -118,19 +122,6 @@ func Prepare(ctx context.Context, p Prep, d Deps, beat func()) (*payments.Hook, 
 			return nil, err
 		}
 	}
-	if !p.IgnoreGroupHook {
-		err := retry("recording the group's payment hook", func() error {
-			err := d.Store.AgreeOnHook(ctx, p.Group, payments.HookDigest(p.HookSQL), p.ReplaceGroupHook)
-			if errors.Is(err, payments.ErrHookMismatch) {
-				return backoff.Permanent(fmt.Errorf("%w: %w; every writer of a group must run the same hook (ALLOW_HOOK_CHANGE=true makes this one the group's)", ErrRefused, err))
-			}
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-
 	err := retry("node unreachable", func() error {
 		err := d.Nodes.Verify(ctx)
 		if errors.Is(err, chain.ErrWrongChain) {
@@ -151,6 +142,21 @@ func Prepare(ctx context.Context, p Prep, d Deps, beat func()) (*payments.Hook, 
 	if err != nil {
 		return nil, err
 	}
+	// Last: a replica that would replace the recorded hook does so only
+	// once it knows it can run (a wrong chain or a node without the
+	// finality tag must not stop the others' crediting).
+	if !p.IgnoreGroupHook {
+		err := retry("recording the contract's payment hook", func() error {
+			err := d.Store.AgreeOnHook(ctx, p.ChainID, strings.ToLower(p.Contract.Hex()), payments.HookDigest(p.HookSQL), p.ReplaceGroupHook)
+			if errors.Is(err, payments.ErrHookMismatch) {
+				return backoff.Permanent(fmt.Errorf("%w: %w; every writer of a contract must run the same hook (ALLOW_HOOK_CHANGE=true makes this one the recorded hook)", ErrRefused, err))
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	return hook, nil
 }
 
@@ -165,10 +171,14 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (int32, error) {
 	return migrations.Migrate(ctx, conn.Conn())
 }
 
-// permanentUnlessConnection lets connection trouble be retried and stops on
-// anything the server itself refused.
+// permanentUnlessConnection lets connection trouble be retried, and a lock
+// the migration waited for too long (lock_timeout: a long reader held the
+// table); it stops on anything else the server refused.
 func permanentUnlessConnection(err error) error {
 	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		return err
+	}
 	if errors.As(err, &pgErr) || errors.Is(err, migrations.ErrTooNew) {
 		return backoff.Permanent(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
 )
@@ -138,9 +139,12 @@ func cmdBackfill(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, poller.ErrInterrupted):
 		log.Info("backfill interrupted after its current chunk; run again with the same arguments to resume", slog.String("cursor_id", id))
 		return interruptedOr(c.signalled(), exitFailure)
-	case errors.Is(err, poller.ErrNotFinal):
+	case errors.Is(err, poller.ErrNotFinal), errors.Is(err, payments.ErrHookMismatch):
 		log.Error("backfill refused", slog.Any("err", err))
 		return exitUsage
+	case c.signalled() != nil:
+		log.Info("backfill interrupted; run again with the same arguments to resume", slog.Any("err", err), slog.String("cursor_id", id))
+		return interruptedOr(c.signalled(), exitFailure)
 	}
 	log.Error("backfill failed; run again with the same arguments to resume", slog.Any("err", err), slog.String("cursor_id", id))
 	return exitFailure

@@ -86,7 +86,12 @@ func (t *tailer) listen(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	// A LISTENing session is never returned to the pool.
 	conn := pc.Hijack()
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() {
+		// Bounded: a hung socket must not hold tail's exit.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
 	if _, err := conn.Exec(ctx, "LISTEN "+payments.NotifyChannel); err != nil {
 		return fmt.Errorf("listening on %s: %w", payments.NotifyChannel, err)
 	}

@@ -90,10 +90,9 @@ func (p *parts) deps(log *slog.Logger) service.Deps {
 	return service.Deps{Pool: p.pool, Store: p.store, Nodes: p.nodes, Log: log}
 }
 
-// writerConfig is the group's writer, before its hook is prepared.
+// writerConfig is the contract's writer, before its hook is prepared.
 func (c *command) writerConfig() poller.WriterConfig {
 	return poller.WriterConfig{
-		Group:         c.cfg.cursorID(),
 		ChainID:       c.cfg.ChainID,
 		Contract:      common.HexToAddress(c.cfg.BurnContract),
 		MaxBlockRange: c.cfg.MaxBlockRange,
@@ -102,10 +101,11 @@ func (c *command) writerConfig() poller.WriterConfig {
 	}
 }
 
-// prep is what a writer of the group waits for at start.
+// prep is what a writer of the contract waits for at start.
 func (c *command) prep() service.Prep {
 	return service.Prep{
-		Group:            c.cfg.cursorID(),
+		ChainID:          c.cfg.ChainID,
+		Contract:         common.HexToAddress(c.cfg.BurnContract),
 		Migrate:          c.cfg.Migrate,
 		HookSQL:          c.cfg.PaymentHookSQL,
 		ReplaceGroupHook: c.cfg.AllowHookChange,
