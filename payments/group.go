@@ -48,17 +48,22 @@ func (s *Store) AgreeOnHook(ctx context.Context, chainID uint64, contract, diges
 }
 
 // CheckHook returns nil when the recorded hook of each of contracts is
-// digest (or none is recorded), else an error wrapping ErrHookMismatch. It
-// holds the records for the rest of the transaction (FOR SHARE), so that a
-// writer whose hook has just been replaced cannot commit under it: every
-// range transaction checks before it waits for its cursor, so a standby
-// with a stale hook says so too.
-func (t *Tx) CheckHook(ctx context.Context, chainID uint64, contracts []string, digest string) error {
+// digest (or none is recorded), else an error wrapping ErrHookMismatch.
+// With hold, it keeps the records from changing for the rest of the
+// transaction (FOR SHARE), so that a writer whose hook is being replaced
+// cannot commit under the old one; hold only while holding the cursor, or
+// standbys, each holding the records while they wait, could keep a
+// replacement waiting for ever.
+func (t *Tx) CheckHook(ctx context.Context, chainID uint64, contracts []string, digest string, hold bool) error {
+	lock := ""
+	if hold {
+		lock = " FOR SHARE"
+	}
 	keys := slices.Clone(contracts)
 	slices.Sort(keys)
 	for _, c := range keys {
 		var recorded string
-		err := t.tx.QueryRow(ctx, `SELECT hook_sha256 FROM ledger_hooks WHERE chain_id = $1 AND contract = $2 FOR SHARE`,
+		err := t.tx.QueryRow(ctx, `SELECT hook_sha256 FROM ledger_hooks WHERE chain_id = $1 AND contract = $2`+lock,
 			int64(chainID), c).Scan(&recorded)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue

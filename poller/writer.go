@@ -126,8 +126,10 @@ func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Lim
 	if err != nil {
 		return nil, err
 	}
+	// The hook is checked before the wait, so that a standby with a stale
+	// one says so, and held once the cursor is.
 	if checkHook {
-		if err := tx.CheckHook(waitCtx, w.cfg.ChainID, w.contracts(), w.cfg.HookDigest); err != nil {
+		if err := tx.CheckHook(waitCtx, w.cfg.ChainID, w.contracts(), w.cfg.HookDigest, false); err != nil {
 			tx.Rollback()
 			return nil, err
 		}
@@ -136,6 +138,12 @@ func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Lim
 	if err != nil {
 		tx.Rollback()
 		return nil, err
+	}
+	if checkHook {
+		if err := tx.CheckHook(ctx, w.cfg.ChainID, w.contracts(), w.cfg.HookDigest, true); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
 	}
 	return &RangeTx{w: w, tx: tx, cur: cur, totals: Totals{From: cur.Block + 1, To: cur.Block}}, nil
 }
