@@ -175,8 +175,11 @@ func (s *Store) PaymentsByKey(ctx context.Context, chainID uint64, txHashes []st
 	for i, v := range logIndexes {
 		idx[i] = int64(v)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+recordedColumns+` FROM payments
-		WHERE chain_id = $1 AND orphaned_at IS NULL AND (tx_hash, log_index) IN (SELECT * FROM unnest($2::text[], $3::int[]))`,
+	// By key alone first (the key's index), then by chain; see LedgerRows.
+	rows, err := s.pool.Query(ctx, `
+		WITH of_keys AS MATERIALIZED (
+			SELECT * FROM payments WHERE orphaned_at IS NULL AND (tx_hash, log_index) IN (SELECT * FROM unnest($2::text[], $3::int[])))
+		SELECT `+recordedColumns+` FROM of_keys WHERE chain_id = $1`,
 		int64(chainID), txHashes, idx)
 	if err != nil {
 		return nil, fmt.Errorf("reading payments by key: %w", interpret(err))
@@ -452,14 +455,17 @@ func (t *Tx) MoveCursor(ctx context.Context, id string, from, to int64, hash str
 // chain: those in these blocks, and those of the transactions txHashes
 // wherever they are. Orphaned payments are left out.
 func (t *Tx) LedgerRows(ctx context.Context, chainID uint64, contracts []string, from, to int64, txHashes []string) ([]Recorded, error) {
-	// Two branches, each on its own index, rather than one OR that the
-	// planner may answer by reading every row of the chain.
+	// Two branches, each on its own index, rather than one OR; and the
+	// transactions' rows found by transaction alone (a materialised step),
+	// then filtered by chain: while a growing ledger's statistics are young,
+	// the planner otherwise answers either by reading every row of the chain.
 	rows, err := t.tx.Query(ctx, `
+		WITH of_txs AS MATERIALIZED (
+			SELECT * FROM payments WHERE tx_hash = ANY($5) AND orphaned_at IS NULL)
 		SELECT `+recordedColumns+` FROM payments
 		WHERE chain_id = $1 AND block_number BETWEEN $3 AND $4 AND contract = ANY($2) AND orphaned_at IS NULL
 		UNION
-		SELECT `+recordedColumns+` FROM payments
-		WHERE chain_id = $1 AND tx_hash = ANY($5) AND contract = ANY($2) AND orphaned_at IS NULL
+		SELECT `+recordedColumns+` FROM of_txs WHERE chain_id = $1 AND contract = ANY($2)
 		ORDER BY 6, 5`, int64(chainID), contracts, from, to, txHashes)
 	if err != nil {
 		return nil, fmt.Errorf("reading the ledger's payments of blocks [%d, %d]: %w", from, to, interpret(err))

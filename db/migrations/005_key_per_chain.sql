@@ -6,6 +6,8 @@
 -- becomes (chain_id, block_number): every writer reads the rows of a chain's
 -- block range before recording it, and an index on the block alone lets the
 -- planner prefer reading every row of the chain while statistics are young.
+-- For the same reason the key's index leads with tx_hash: a lookup by
+-- transaction cannot be answered by reading every row of a chain.
 --
 -- Built without blocking writers on a populated table: the indexes with
 -- CREATE INDEX CONCURRENTLY (outside a transaction), then the old
@@ -16,7 +18,7 @@
 -- first, and the final names are taken over by the new build.
 
 DROP INDEX CONCURRENTLY IF EXISTS payments_key_building;
-CREATE UNIQUE INDEX CONCURRENTLY payments_key_building ON payments (chain_id, tx_hash, log_index) WHERE orphaned_at IS NULL;
+CREATE UNIQUE INDEX CONCURRENTLY payments_key_building ON payments (tx_hash, log_index, chain_id) WHERE orphaned_at IS NULL;
 SET lock_timeout = '10s';
 ALTER TABLE payments DROP CONSTRAINT IF EXISTS payments_tx_hash_log_index_key;
 RESET lock_timeout;

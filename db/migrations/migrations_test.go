@@ -165,7 +165,7 @@ func TestKeyMigrationOnAPopulatedLedger(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conrelid = 'payments'::regclass AND contype = 'u'`).Scan(&constraints); err != nil {
 		t.Fatal(err)
 	}
-	if constraints != 0 || len(uniques) != 2 || !strings.Contains(strings.Join(uniques, "\n"), "payments_live_key ON public.payments USING btree (chain_id, tx_hash, log_index) WHERE (orphaned_at IS NULL)") {
+	if constraints != 0 || len(uniques) != 2 || !strings.Contains(strings.Join(uniques, "\n"), "payments_live_key ON public.payments USING btree (tx_hash, log_index, chain_id) WHERE (orphaned_at IS NULL)") {
 		t.Fatalf("payments: %d unique constraints, unique indexes %v; want only the primary key and payments_live_key over the live rows", constraints, uniques)
 	}
 	var blockIndex string
