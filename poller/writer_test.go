@@ -222,14 +222,7 @@ func TestWritersOfAContractRecordOneAtATime(t *testing.T) {
 	tx := common.HexToHash("0x7777")
 	node.addBurnTx(15, tx, 7, 0, 500)
 	h := newHarness(t, node)
-	if _, err := h.pool.Exec(ctx, hookSchema); err != nil {
-		t.Fatal(err)
-	}
-	hook, err := h.store.PrepareHook(ctx, `INSERT INTO credit_log VALUES ($1, $8, $10)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.wcfg.Hook = hook
+	h.creditEachPayment()
 	h.wcfg.LockWait = time.Minute // the live writer waits as long as the backfill holds on
 	w := h.writer()
 	backfill := poller.BackfillID("test", 10, "20")
@@ -299,14 +292,7 @@ func TestAReincludedBurnUnderItsOldKeyIsRecordedAfterTheReset(t *testing.T) {
 	tx := common.HexToHash("0x7777")
 	node.addBurnTx(15, tx, 7, 0, 500)
 	h := newHarness(t, node)
-	if _, err := h.pool.Exec(ctx, hookSchema); err != nil {
-		t.Fatal(err)
-	}
-	hook, err := h.store.PrepareHook(ctx, `INSERT INTO credit_log VALUES ($1, $8, $10)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.wcfg.Hook = hook
+	h.creditEachPayment()
 	l, stop := h.start()
 	h.waitCursor(20)
 	node.reorg(12)
@@ -425,4 +411,19 @@ func TestAStandbyWithAStaleHookSaysSo(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// creditEachPayment makes the writers' hook log one credit per payment in
+// credit_log (hookSchema).
+func (h *harness) creditEachPayment() {
+	h.t.Helper()
+	ctx := context.Background()
+	if _, err := h.pool.Exec(ctx, hookSchema); err != nil {
+		h.t.Fatal(err)
+	}
+	hook, err := h.store.PrepareHook(ctx, `INSERT INTO credit_log VALUES ($1, $8, $10)`)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.wcfg.Hook = hook
 }

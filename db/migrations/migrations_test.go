@@ -130,37 +130,13 @@ func TestKeyMigrationOnAPopulatedLedger(t *testing.T) {
 	for table, want := range map[string]string{
 		"rejected_logs": "UNIQUE (chain_id, tx_hash, log_index)",
 	} {
-		var defs []string
-		r, err := conn.Query(ctx, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'u'`, table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r.Next() {
-			var d string
-			if err := r.Scan(&d); err != nil {
-				t.Fatal(err)
-			}
-			defs = append(defs, d)
-		}
-		r.Close()
+		defs := texts(ctx, t, conn, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'u'`, table)
 		if len(defs) != 1 || defs[0] != want {
 			t.Fatalf("%s unique constraints = %v, want only %s", table, defs, want)
 		}
 	}
 	// payments: no unique constraint, one unique index over the live rows.
-	var uniques []string
-	r, err := conn.Query(ctx, `SELECT indexdef FROM pg_indexes WHERE tablename = 'payments' AND indexdef LIKE 'CREATE UNIQUE%'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for r.Next() {
-		var d string
-		if err := r.Scan(&d); err != nil {
-			t.Fatal(err)
-		}
-		uniques = append(uniques, d)
-	}
-	r.Close()
+	uniques := texts(ctx, t, conn, `SELECT indexdef FROM pg_indexes WHERE tablename = 'payments' AND indexdef LIKE 'CREATE UNIQUE%'`)
 	var constraints int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conrelid = 'payments'::regclass AND contype = 'u'`).Scan(&constraints); err != nil {
 		t.Fatal(err)
@@ -208,4 +184,18 @@ func emptyDatabase(t *testing.T) (context.Context, *pgx.Conn) {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return ctx, conn
+}
+
+// texts runs a query of one text column and returns its rows.
+func texts(ctx context.Context, t *testing.T, conn *pgx.Conn, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
