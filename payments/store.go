@@ -150,9 +150,6 @@ type Recorded struct {
 
 const recordedColumns = `id, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount::text, burned_at, orphaned_at IS NOT NULL`
 
-// recordedColumnsOf is recordedColumns of the table aliased p.
-const recordedColumnsOf = `p.id, p.chain_id, p.contract, p.tx_hash, p.log_index, p.block_number, p.block_hash, p.payer, p.digest, p.amount::text, p.burned_at, p.orphaned_at IS NOT NULL`
-
 // PaymentsInBlocks reads the payments of contract on chain chainID in blocks
 // [from, to], in chain order, orphaned ones included.
 func (s *Store) PaymentsInBlocks(ctx context.Context, chainID uint64, contract string, from, to int64) ([]Recorded, error) {
@@ -480,11 +477,11 @@ func (t *Tx) LedgerRows(ctx context.Context, chainID uint64, contracts []string,
 // returns the payments it marked.
 func (t *Tx) MarkOrphanedOffChain(ctx context.Context, chainID uint64, contracts []string, block int64, blocks []int64, hashes []string) ([]Recorded, error) {
 	rows, err := t.tx.Query(ctx, `
-		UPDATE payments p SET orphaned_at = now()
-		FROM unnest($4::bigint[], $5::text[]) AS c(block_number, block_hash)
-		WHERE p.chain_id = $1 AND p.contract = ANY($2) AND p.block_number > $3 AND p.orphaned_at IS NULL
-		  AND p.block_number = c.block_number AND p.block_hash IS DISTINCT FROM nullif(c.block_hash, '')
-		RETURNING `+recordedColumnsOf, int64(chainID), contracts, block, blocks, hashes)
+		UPDATE payments SET orphaned_at = now()
+		FROM unnest($4::bigint[], $5::text[]) AS canonical(block, hash)
+		WHERE chain_id = $1 AND contract = ANY($2) AND block_number > $3 AND orphaned_at IS NULL
+		  AND block_number = canonical.block AND block_hash IS DISTINCT FROM nullif(canonical.hash, '')
+		RETURNING `+recordedColumns, int64(chainID), contracts, block, blocks, hashes)
 	if err != nil {
 		return nil, fmt.Errorf("marking payments above block %d orphaned: %w", block, interpret(err))
 	}

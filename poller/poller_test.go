@@ -187,12 +187,6 @@ func (f *fakeChain) BurnRange(ctx context.Context, contract common.Address, from
 
 func (f *fakeChain) HintDensity(uint64, int) {}
 
-func (f *fakeChain) Header(_ context.Context, n uint64) (chain.Header, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.header(n), nil
-}
-
 func (f *fakeChain) Headers(_ context.Context, ns []uint64) (map[uint64]chain.Header, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

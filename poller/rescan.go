@@ -3,8 +3,6 @@ package poller
 import (
 	"context"
 	"fmt"
-
-	"github.com/burnpoller/burnpoller/chain"
 )
 
 // Rescan re-reads blocks [from, cursor] and records any burn missing from
@@ -26,12 +24,11 @@ func (t *RangeTx) Rescan(ctx context.Context, from int64) (Totals, error) {
 		if err != nil {
 			return Totals{}, fmt.Errorf("rescanning blocks [%d, %d]: %w", next, cur.Block, err)
 		}
-		if r.From.Number != uint64(next) || r.To.Number < r.From.Number || r.To.Number > uint64(cur.Block) {
-			return Totals{}, fmt.Errorf("%w: rescan asked for blocks [%d, %d], got [%d, %d]", chain.ErrBadReply, next, cur.Block, r.From.Number, r.To.Number)
+		if err := checkSpan(r, next, cur.Block); err != nil {
+			return Totals{}, fmt.Errorf("rescanning: %w", err)
 		}
-		if prev != "" && hashHex(r.From.ParentHash) != prev {
-			return Totals{}, fmt.Errorf("%w: block %d's parent is %s, but block %d was %s a moment ago",
-				chain.ErrBadReply, next, hashHex(r.From.ParentHash), next-1, prev)
+		if err := checkContinues(r, prev); err != nil {
+			return Totals{}, err
 		}
 		if int64(r.To.Number) == cur.Block && cur.Hash != "" && hashHex(r.To.Hash) != cur.Hash {
 			return Totals{}, &ViolationError{Cursor: cur, Block: cur.Block, Committed: cur.Hash,

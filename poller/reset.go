@@ -59,20 +59,12 @@ type ResetResult struct {
 // to whose blocks the chain no longer holds. Cursor resets and backfill
 // restarts both go through it.
 func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptions) (ResetResult, error) {
-	hash := ""
-	if to >= 0 {
-		target, err := w.node.Target(ctx)
-		if err != nil {
-			return ResetResult{}, fmt.Errorf("reading the target: %w", err)
-		}
-		if to > target.Block {
-			return ResetResult{}, fmt.Errorf("%w: block %d, target %d", ErrBeyondTarget, to, target.Block)
-		}
-		h, err := w.node.Header(ctx, uint64(to))
-		if err != nil {
-			return ResetResult{}, fmt.Errorf("reading block %d from the node: %w", to, err)
-		}
-		hash = hashHex(h.Hash)
+	hash, final, err := w.finalHash(ctx, to)
+	if err != nil {
+		return ResetResult{}, err
+	}
+	if !final {
+		return ResetResult{}, fmt.Errorf("%w: block %d", ErrBeyondTarget, to)
 	}
 	// Canonical hashes of the blocks above to that hold payments, read
 	// before taking the lock so that the lock is held briefly.
@@ -193,19 +185,10 @@ func (w *Writer) Seed(ctx context.Context, id string, block int64) (payments.Cur
 	if err == nil || !errors.Is(err, payments.ErrCursorNotFound) {
 		return c, err
 	}
-	hash := ""
-	if block >= 0 {
-		target, err := w.node.Target(ctx)
-		if err != nil {
-			return payments.Cursor{}, fmt.Errorf("reading the target: %w", err)
-		}
-		if block <= target.Block {
-			h, err := w.node.Header(ctx, uint64(block))
-			if err != nil {
-				return payments.Cursor{}, fmt.Errorf("reading block %d from the node: %w", block, err)
-			}
-			hash = hashHex(h.Hash)
-		}
+	// A block not yet final is seeded without a hash: it may still change.
+	hash, _, err := w.finalHash(ctx, block)
+	if err != nil {
+		return payments.Cursor{}, err
 	}
 	return w.store.SeedCursor(ctx, id, block, hash)
 }

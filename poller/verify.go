@@ -122,8 +122,8 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 			return rep, fmt.Errorf("reading burns from block %d: %w", next, err)
 		}
 		end := int64(r.To.Number)
-		if r.From.Number != uint64(next) || end < next || end > to {
-			return rep, fmt.Errorf("%w: asked for blocks from %d to at most %d, got [%d, %d]", chain.ErrBadReply, next, to, r.From.Number, end)
+		if err := checkSpan(r, next, to); err != nil {
+			return rep, err
 		}
 		onChain, err := toPayments(v.chainID, r.Burns)
 		if err != nil {

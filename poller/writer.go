@@ -21,9 +21,8 @@ import (
 type Node interface {
 	Target(ctx context.Context) (chain.Target, error)
 	BurnRange(ctx context.Context, contract common.Address, from, maxTo uint64) (chain.Range, error)
-	// Header returns the canonical header of block n.
-	Header(ctx context.Context, n uint64) (chain.Header, error)
-	// Headers returns the canonical headers of blocks ns, in batches.
+	// Headers returns the canonical headers of blocks ns, in batches; a
+	// block the node does not have fails the call.
 	Headers(ctx context.Context, ns []uint64) (map[uint64]chain.Header, error)
 	// HintDensity tells how many logs the ledger holds over a span of blocks.
 	HintDensity(blocks uint64, logs int)
@@ -148,6 +147,33 @@ func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Lim
 	return &RangeTx{w: w, tx: tx, cur: cur, totals: Totals{From: cur.Block + 1, To: cur.Block}}, nil
 }
 
+// hashOf is block n's canonical hash, from the node.
+func (w *Writer) hashOf(ctx context.Context, n int64) (string, error) {
+	hs, err := w.node.Headers(ctx, []uint64{uint64(n)})
+	if err != nil {
+		return "", fmt.Errorf("reading block %d from the node: %w", n, err)
+	}
+	return hashHex(hs[uint64(n)].Hash), nil
+}
+
+// finalHash is block n's canonical hash when the node can prove it final
+// (n at or below the finality target), with final false otherwise; ""
+// before genesis.
+func (w *Writer) finalHash(ctx context.Context, n int64) (hash string, final bool, err error) {
+	if n < 0 {
+		return "", true, nil
+	}
+	target, err := w.node.Target(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("reading the target: %w", err)
+	}
+	if n > target.Block {
+		return "", false, nil
+	}
+	hash, err = w.hashOf(ctx, n)
+	return hash, err == nil, err
+}
+
 // contracts are the contracts the writer records, as the ledger spells them.
 func (w *Writer) contracts() []string { return []string{lowerHex(w.cfg.Contract)} }
 
@@ -247,17 +273,17 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 		}
 		r, from := f.r, end+1
 		last := int64(r.To.Number)
-		if r.From.Number != uint64(from) || last < from || last > to {
-			return Totals{}, fmt.Errorf("%w: asked for blocks from %d to at most %d, got [%d, %d]", chain.ErrBadReply, from, to, r.From.Number, last)
+		if err := checkSpan(r, from, to); err != nil {
+			return Totals{}, err
 		}
-		if hash != "" && hashHex(r.From.ParentHash) != hash {
-			if from == cur.Block+1 {
-				return Totals{}, &ViolationError{Cursor: cur, Block: cur.Block, Committed: cur.Hash,
-					ChainHash: hashHex(r.From.ParentHash), SeenAt: r.From.Number}
+		if from == cur.Block+1 && hash != "" && hashHex(r.From.ParentHash) != hash {
+			return Totals{}, &ViolationError{Cursor: cur, Block: cur.Block, Committed: cur.Hash,
+				ChainHash: hashHex(r.From.ParentHash), SeenAt: r.From.Number}
+		}
+		if from > cur.Block+1 {
+			if err := checkContinues(r, hash); err != nil {
+				return Totals{}, err
 			}
-			// The node changed its chain between two of our own reads.
-			return Totals{}, fmt.Errorf("%w: block %d's parent is %s, but block %d was %s a moment ago",
-				chain.ErrBadReply, from, hashHex(r.From.ParentHash), from-1, hash)
 		}
 		more := last < to && time.Now().Before(deadline)
 		if more {
@@ -281,6 +307,26 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 	}
 	t.totals.To = end
 	return t.totals, nil
+}
+
+// checkSpan returns a bad reply unless r starts at block from and ends
+// within [from, maxTo].
+func checkSpan(r chain.Range, from, maxTo int64) error {
+	if last := int64(r.To.Number); r.From.Number != uint64(from) || last < from || last > maxTo {
+		return fmt.Errorf("%w: asked for blocks from %d to at most %d, got [%d, %d]", chain.ErrBadReply, from, maxTo, r.From.Number, last)
+	}
+	return nil
+}
+
+// checkContinues returns a bad reply unless r's first block is the child of
+// the block whose hash, prev, the node gave a moment ago in this transaction
+// ("" skips the check): the node changed its chain between two of our reads.
+func checkContinues(r chain.Range, prev string) error {
+	if prev != "" && hashHex(r.From.ParentHash) != prev {
+		return fmt.Errorf("%w: block %d's parent is %s, but block %d was %s a moment ago",
+			chain.ErrBadReply, r.From.Number, hashHex(r.From.ParentHash), r.From.Number-1, prev)
+	}
+	return nil
 }
 
 // recorded is what recording one range did.
@@ -410,11 +456,7 @@ func (t *RangeTx) canonicalHash(ctx context.Context, r chain.Range, n int64) (st
 	}
 	// A block the node does not have is an error, retried: a payment is
 	// never judged on a missing answer.
-	h, err := t.w.node.Header(ctx, uint64(n))
-	if err != nil {
-		return "", err
-	}
-	return hashHex(h.Hash), nil
+	return t.w.hashOf(ctx, n)
 }
 
 // densitySample is how many committed blocks tell the log density.

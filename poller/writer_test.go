@@ -166,16 +166,7 @@ func TestHookAgreement(t *testing.T) {
 	h.wcfg.HookDigest = mine
 
 	// The live loop refuses to write and says so.
-	l, stop := h.start()
-	if err := l.Signals.Failed.Wait(t, 10*time.Second); !errors.Is(err, payments.ErrHookMismatch) {
-		t.Fatalf("loop failure = %v, want ErrHookMismatch", err)
-	}
-	if err := l.Health(); err == nil || err.Error() != "payment hook differs from the group's" {
-		t.Fatalf("Health() = %v", err)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	h.assertHookRefused()
 	// So does a backfill, unless told to ignore the group's hook.
 	cfg := poller.BackfillConfig{ID: "b", From: 0, To: 20}
 	if _, err := h.backfill(ctx, cfg); !errors.Is(err, payments.ErrHookMismatch) {
@@ -200,7 +191,7 @@ func TestHookAgreement(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wcfg.IgnoreGroupHook = false
-	l, stop = h.start()
+	l, stop := h.start()
 	h.waitCursor(20)
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -401,16 +392,7 @@ func TestAStandbyWithAStaleHookSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wcfg.HookDigest = payments.HookDigest("SELECT 1")
-	l, stop := h.start()
-	if err := l.Signals.Failed.Wait(t, 10*time.Second); !errors.Is(err, payments.ErrHookMismatch) {
-		t.Fatalf("failure = %v, want ErrHookMismatch", err)
-	}
-	if err := l.Health(); err == nil || err.Error() != "payment hook differs from the group's" {
-		t.Fatalf("Health() = %v", err)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	h.assertHookRefused()
 }
 
 // creditEachPayment makes the writers' hook log one credit per payment in
@@ -426,4 +408,20 @@ func (h *harness) creditEachPayment() {
 		h.t.Fatal(err)
 	}
 	h.wcfg.Hook = hook
+}
+
+// assertHookRefused runs a live loop and checks that it refuses to write
+// for a hook the contract does not record, and says so on readiness.
+func (h *harness) assertHookRefused() {
+	h.t.Helper()
+	l, stop := h.start()
+	if err := l.Signals.Failed.Wait(h.t, 10*time.Second); !errors.Is(err, payments.ErrHookMismatch) {
+		h.t.Fatalf("loop failure = %v, want ErrHookMismatch", err)
+	}
+	if err := l.Health(); err == nil || err.Error() != "payment hook differs from the group's" {
+		h.t.Fatalf("Health() = %v", err)
+	}
+	if err := stop(); err != nil {
+		h.t.Fatal(err)
+	}
 }

@@ -53,9 +53,8 @@ type Service struct {
 	running  atomic.Pointer[poller.Loop]
 	stopping atomic.Bool
 
-	mu       sync.Mutex // guards started, stopped and cancel
+	mu       sync.Mutex // guards started and cancel
 	started  bool
-	stopped  bool
 	cancel   context.CancelFunc
 	done     chan struct{}
 	err      error
@@ -100,7 +99,7 @@ func (s *Service) Start(ctx context.Context) error {
 	switch {
 	case s.started:
 		return errors.New("service already started")
-	case s.stopped:
+	case s.stopping.Load():
 		return errors.New("service stopped")
 	}
 	s.started = true
@@ -176,7 +175,6 @@ func (s *Service) Stop() error {
 		s.stopping.Store(true)
 		deadline := time.Now().Add(s.cfg.ShutdownTimeout - 100*time.Millisecond)
 		s.mu.Lock()
-		s.stopped = true
 		cancel := s.cancel
 		s.mu.Unlock()
 		if cancel != nil {

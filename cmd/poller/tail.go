@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/payments"
+	"github.com/burnpoller/burnpoller/service"
 )
 
 // tailMemory is how many printed ids tail remembers above its floor.
@@ -41,7 +42,7 @@ func cmdTail(args []string, stdout, stderr io.Writer) int {
 	}
 	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, _ Config, log *slog.Logger, pool *pgxpool.Pool) int {
 		t := &tailer{store: payments.NewStore(pool), w: stdout, asJSON: *asJSON, log: log}
-		b := startupBackoff()
+		b := service.StartupBackoff()
 		for ctx.Err() == nil {
 			err := t.listen(ctx, pool)
 			if ctx.Err() != nil {

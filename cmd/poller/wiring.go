@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -224,6 +223,3 @@ func revision() string {
 	}
 	return "unknown"
 }
-
-// startupBackoff is the back-off between attempts to reach the database.
-func startupBackoff() *backoff.ExponentialBackOff { return service.StartupBackoff() }
