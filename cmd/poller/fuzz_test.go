@@ -61,10 +61,10 @@ func FuzzConfig(f *testing.F) {
 		if pc, err := pgconn.ParseConfig(dbURL); err == nil && len(pc.Password) >= 4 && !strings.Contains(pc.Password, redacted) {
 			shown := redactDatabaseURL(dbURL)
 			// The password may equal another part by chance (a host
-			// named like it): only a showing that comes from the
-			// password itself counts.
+			// named like it, or a piece of the word "password"): only a
+			// showing that comes from the password itself counts. The
+			// view never holds the password, only the redaction mark.
 			v := viewDSN(pc)
-			v.password = false
 			if strings.Contains(shown, pc.Password) && !strings.Contains(v.keywordValue()+v.url("postgres"), pc.Password) {
 				t.Fatalf("poller config shows %q for %q: the password %q", shown, dbURL, pc.Password)
 			}
