@@ -563,6 +563,35 @@ func (e *Endpoints) Headers(ctx context.Context, ns []uint64) (map[uint64]Header
 	return nil, lastErr
 }
 
+// Head returns the header of the serving endpoint's head (latest), failing
+// over like Headers.
+func (e *Endpoints) Head(ctx context.Context) (Header, error) {
+	var (
+		tried   []*endpoint
+		lastErr error
+	)
+	for range e.eps {
+		ep, _, err := e.pick(ctx, tried)
+		if err != nil {
+			if lastErr == nil {
+				lastErr = err
+			}
+			break
+		}
+		tried = append(tried, ep)
+		h, err := ep.c.HeaderByTag(ctx, "latest")
+		if err == nil {
+			return h, nil
+		}
+		if ctx.Err() != nil {
+			return Header{}, err
+		}
+		e.fail(ctx, ep, err)
+		lastErr = err
+	}
+	return Header{}, lastErr
+}
+
 // healthTTL is how long a readiness answer is reused, so that frequent
 // probes do not spend the provider's quota.
 const healthTTL = 5 * time.Second

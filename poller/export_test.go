@@ -6,3 +6,6 @@ import "time"
 func RetryWait(err error, maxWait time.Duration) time.Duration {
 	return retryWait(newBackoff(maxWait), err, maxWait)
 }
+
+// ErrHeadSkipped is errHeadSkipped.
+var ErrHeadSkipped = errHeadSkipped

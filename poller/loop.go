@@ -42,6 +42,11 @@ type LoopConfig struct {
 	// Wake, if set, ends the wait after reaching the target early: a new
 	// head arrived (chain.WatchHeads).
 	Wake <-chan struct{}
+	// Pending turns head tracking on: once at the target, the lock holder
+	// keeps pending_payments equal to the burns between the target and the
+	// head, at most PendingMaxBlocks above the target.
+	Pending          bool
+	PendingMaxBlocks uint64
 }
 
 // LoopSignals tell a test what the loop did; they are off unless a test
@@ -63,6 +68,10 @@ type LoopSignals struct {
 	LatchChecked testsignal.Signal[payments.Cursor]
 	// Rescanned: a rescan committed.
 	Rescanned testsignal.Signal[Totals]
+	// HeadTracked: a head tracking pass committed; HeadFailed: one failed
+	// (the ledger went on).
+	HeadTracked testsignal.Signal[HeadTotals]
+	HeadFailed  testsignal.Signal[error]
 }
 
 // Loop is the live poller: it repeats range transactions on the group's
@@ -166,6 +175,9 @@ func (l *Loop) Run(ctx context.Context) error {
 			return nil
 		default:
 			b.Reset()
+			if l.cfg.Pending && ctx.Err() == nil {
+				l.trackHead(ctx, hard)
+			}
 			l.idle(ctx)
 		}
 	}

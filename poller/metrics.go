@@ -3,8 +3,10 @@ package poller
 import (
 	"time"
 
-	"github.com/burnpoller/burnpoller/chain"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/payments"
 )
 
 // Poll results, the values of burnpoller_polls_total's result label.
@@ -39,6 +41,10 @@ type Metrics struct {
 	RangeLimitBlocks  *prometheus.GaugeVec
 	EndpointActive    *prometheus.GaugeVec
 	HeadSubscription  prometheus.Gauge
+	Events            *prometheus.CounterVec
+	PendingPayments   prometheus.Gauge
+	HeadTracking      *prometheus.CounterVec
+	HeadTrackingFails prometheus.Gauge
 }
 
 // NewMetrics builds the collectors and registers them, with
@@ -132,6 +138,22 @@ func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) 
 			Name: "burnpoller_head_subscription_up",
 			Help: "1 while the newHeads subscription on RPC_WS_URL is up (0 without RPC_WS_URL, or while polling alone).",
 		}),
+		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burnpoller_events_total",
+			Help: "Payment lifecycle events this replica recorded and committed, by kind: seen, retracted, confirmed.",
+		}, []string{"kind"}),
+		PendingPayments: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "burnpoller_pending_payments",
+			Help: "Burns seen above the finality target (pending_payments) of this contract, as this replica's head tracking last left them.",
+		}),
+		HeadTracking: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burnpoller_head_tracking_total",
+			Help: "Head tracking passes by result: ok, error (the ledger goes on regardless), skipped (behind the target or lock held elsewhere).",
+		}, []string{"result"}),
+		HeadTrackingFails: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "burnpoller_head_tracking_failing",
+			Help: "1 while this replica's last head tracking pass failed; pending payments may be stale (the ledger is not affected).",
+		}),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "burnpoller_build_info",
@@ -141,10 +163,16 @@ func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) 
 	for _, r := range []string{ResultCommitted, ResultIdle, ResultStandby, ResultError} {
 		m.Polls.WithLabelValues(r)
 	}
+	for _, k := range payments.Kinds {
+		m.Events.WithLabelValues(k)
+	}
+	for _, r := range []string{headOK, headError, headSkipped} {
+		m.HeadTracking.WithLabelValues(r)
+	}
 	reg.MustRegister(m.CursorBlock, m.TargetBlock, m.LagBlocks, m.PaymentsInserted, m.PaymentsDuplicate,
 		m.Polls, m.PollDuration, m.LockWait, m.LockHeld, m.RPCRequests, m.RPCDuration, m.FinalityViolation,
 		m.RejectedLogs, m.Rescans, m.RescanRecovered, m.RPCErrors, m.NodeLagging, m.NodeBehind, m.RangeLimitBlocks,
-		m.EndpointActive, m.HeadSubscription, buildInfo)
+		m.EndpointActive, m.HeadSubscription, m.Events, m.PendingPayments, m.HeadTracking, m.HeadTrackingFails, buildInfo)
 	return m
 }
 
@@ -200,9 +228,28 @@ func (m *Metrics) committed(t Totals) {
 	m.PaymentsInserted.Add(float64(t.Inserted))
 	m.PaymentsDuplicate.Add(float64(t.Duplicates))
 	m.RejectedLogs.Add(float64(t.Rejected))
+	for k, n := range t.Events {
+		m.Events.WithLabelValues(k).Add(float64(n))
+	}
 	if t.Rescanned {
 		m.Rescans.Inc()
 		m.RescanRecovered.Add(float64(t.Recovered))
+	}
+}
+
+// headTracked records a head tracking pass: its result, and the pending
+// rows it left (when it ran).
+func (m *Metrics) headTracked(result string, pending int) {
+	if m == nil {
+		return
+	}
+	m.HeadTracking.WithLabelValues(result).Inc()
+	switch result {
+	case headOK:
+		m.HeadTrackingFails.Set(0)
+		m.PendingPayments.Set(float64(pending))
+	case headError:
+		m.HeadTrackingFails.Set(1)
 	}
 }
 

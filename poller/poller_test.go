@@ -71,6 +71,8 @@ func TestNextRange(t *testing.T) {
 type fakeChain struct {
 	mu      sync.Mutex
 	target  int64
+	head    int64    // the head; below target means the target is the head
+	headErr error    // Head fails with it when set
 	reorgs  []uint64 // blocks from which the chain was replaced, in order
 	burns   map[uint64][]chain.Burn
 	ranges  [][2]uint64
@@ -186,6 +188,21 @@ func (f *fakeChain) BurnRange(ctx context.Context, contract common.Address, from
 }
 
 func (f *fakeChain) HintDensity(uint64, int) {}
+
+func (f *fakeChain) setHead(n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.head = n
+}
+
+func (f *fakeChain) Head(context.Context) (chain.Header, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.headErr != nil {
+		return chain.Header{}, f.headErr
+	}
+	return f.header(uint64(max(f.head, f.target, 0))), nil
+}
 
 func (f *fakeChain) Headers(_ context.Context, ns []uint64) (map[uint64]chain.Header, error) {
 	f.mu.Lock()

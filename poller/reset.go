@@ -131,6 +131,11 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 		if res.Orphaned, err = t.tx.MarkOrphanedOffChain(tctx, w.cfg.ChainID, w.contracts(), to, known, canon); err != nil {
 			return ResetResult{}, err
 		}
+		// A payment of a dropped branch is retracted like a burn seen
+		// at the head: consumers learn of it by the same events.
+		for _, r := range res.Orphaned {
+			t.events = append(t.events, payments.EventFor(payments.KindRetracted, r.Payment, 0))
+		}
 	}
 	if err := t.tx.MoveCursor(tctx, id, cur.Block, to, hash); err != nil {
 		return ResetResult{}, err

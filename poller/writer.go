@@ -24,6 +24,8 @@ type Node interface {
 	// Headers returns the canonical headers of blocks ns, in batches; a
 	// block the node does not have fails the call.
 	Headers(ctx context.Context, ns []uint64) (map[uint64]chain.Header, error)
+	// Head returns the header of the node's head (latest).
+	Head(ctx context.Context) (chain.Header, error)
 	// HintDensity tells how many logs the ledger holds over a span of blocks.
 	HintDensity(blocks uint64, logs int)
 }
@@ -83,6 +85,9 @@ type RangeTx struct {
 	tx     *payments.Tx
 	cur    payments.Cursor
 	note   payments.Notification
+	// events are the lifecycle events the transaction records, in order;
+	// they are numbered as its last write before commit.
+	events []payments.Event
 	totals Totals
 	used   bool
 	// writing is set once the transaction holds the contract's writer lock.
@@ -98,6 +103,8 @@ type Totals struct {
 	Rejected   int
 	Inserted   int64
 	Duplicates int64
+	// Events counts the lifecycle events recorded, by kind.
+	Events map[string]int
 	// Rescanned is set when the transaction re-read [RescanFrom, RescanTo]
 	// below the cursor; Recovered is how many payments that found missing.
 	Rescanned            bool
@@ -180,11 +187,23 @@ func (w *Writer) contracts() []string { return []string{lowerHex(w.cfg.Contract)
 // Cursor is the cursor as the transaction locked it.
 func (t *RangeTx) Cursor() payments.Cursor { return t.cur }
 
-// Commit notifies listeners of the payments the transaction inserted and
-// commits; the totals count in the metrics only once it has.
+// Commit numbers the transaction's events, notifies listeners of them and
+// of the payments it inserted, and commits; the totals count in the metrics
+// only once it has. Numbering the events is the last write: it waits for
+// any other writer numbering events to commit first.
 func (t *RangeTx) Commit(ctx context.Context) (Totals, error) {
 	if err := t.tx.Notify(ctx, t.note); err != nil {
 		return Totals{}, err
+	}
+	kinds, err := t.tx.AppendEvents(ctx, t.events)
+	if err != nil {
+		return Totals{}, err
+	}
+	for _, k := range kinds {
+		if t.totals.Events == nil {
+			t.totals.Events = map[string]int{}
+		}
+		t.totals.Events[k]++
 	}
 	if err := t.tx.Commit(ctx); err != nil {
 		return Totals{}, err
@@ -355,6 +374,13 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range) (recorded, error) {
 	if err := t.checkLedger(ctx, r, ps); err != nil {
 		return recorded{}, err
 	}
+	// The burns seen at the head that these blocks settle leave
+	// pending_payments here: those the chain holds where they were seen
+	// become payments (their confirmed events below say so), the others are
+	// retracted.
+	if err := t.settlePending(ctx, r, ps); err != nil {
+		return recorded{}, err
+	}
 	if len(r.Rejected) > 0 {
 		rs, err := toRejected(t.w.cfg.ChainID, r.Rejected)
 		if err != nil {
@@ -379,7 +405,32 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range) (recorded, error) {
 		return recorded{}, err
 	}
 	t.note.Add(ins)
+	for _, p := range ins {
+		t.events = append(t.events, payments.EventFor(payments.KindConfirmed, p.Payment, p.ID))
+	}
 	return recorded{logs: len(r.Burns), rejected: len(r.Rejected), inserted: int64(len(ins)), duplicates: int64(len(ps) - len(ins))}, nil
+}
+
+// settlePending removes the pending rows of r's blocks and of r's burns and
+// retracts those whose position (block hash) r does not hold.
+func (t *RangeTx) settlePending(ctx context.Context, r chain.Range, ps []payments.Payment) error {
+	taken, err := t.tx.TakePending(ctx, t.w.cfg.ChainID, t.w.contracts(), int64(r.From.Number), int64(r.To.Number), ps)
+	if err != nil {
+		return err
+	}
+	if len(taken) == 0 {
+		return nil
+	}
+	onChain := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		onChain[payments.KeyOf(p.TxHash, p.LogIndex)+"@"+p.BlockHash] = true
+	}
+	for _, p := range taken {
+		if !onChain[payments.KeyOf(p.TxHash, p.LogIndex)+"@"+p.BlockHash] {
+			t.events = append(t.events, payments.EventFor(payments.KindRetracted, p.Payment, 0))
+		}
+	}
+	return nil
 }
 
 // checkLedger compares what the ledger already holds for r's blocks, and

@@ -28,28 +28,30 @@ import (
 // Config is every environment variable burnpoller reads. The names are an
 // interface: other tools drive the binary through them.
 type Config struct {
-	DatabaseURL     string        `envconfig:"DATABASE_URL" secret:"true" desc:"Postgres connection string (URL or key=value); required"`
-	RPCURL          string        `envconfig:"RPC_URL" secret:"true" desc:"JSON-RPC endpoints of the chain (http, https, ws, wss), comma-separated in order of preference; required"`
-	RPCWSURL        string        `envconfig:"RPC_WS_URL" secret:"true" desc:"optional WebSocket endpoint (ws, wss) for newHeads: a new head ends the wait after reaching the target at once; polling goes on if it drops"`
-	ChainID         uint64        `envconfig:"CHAIN_ID" desc:"chain id the node must report; required"`
-	BurnContract    string        `envconfig:"BURN_CONTRACT" desc:"address of the BurnWithDigest contract; required"`
-	StartBlock      uint64        `envconfig:"START_BLOCK" default:"0" desc:"first block to scan when the cursor does not exist yet"`
-	CursorID        string        `envconfig:"CURSOR_ID" desc:"cursor row shared by the replicas of one group (default <chain id>:<contract>)"`
-	Finality        string        `envconfig:"FINALITY" default:"finalized" desc:"target block: finalized, safe, or latest minus CONFIRMATIONS"`
-	Confirmations   uint64        `envconfig:"CONFIRMATIONS" default:"12" desc:"blocks behind the head when FINALITY=latest (ignored otherwise)"`
-	PollInterval    time.Duration `envconfig:"POLL_INTERVAL" default:"2s" desc:"pause after reaching the target"`
-	MaxBlockRange   uint64        `envconfig:"MAX_BLOCK_RANGE" default:"2000" desc:"most blocks per eth_getLogs call and per transaction"`
-	LockWait        time.Duration `envconfig:"LOCK_WAIT" derived:"min(5s, TX_TIMEOUT/6)" desc:"how long a standby replica waits for the cursor lock before retrying (lock_timeout); below TX_TIMEOUT"`
-	TxTimeout       time.Duration `envconfig:"TX_TIMEOUT" default:"30s" desc:"bound of one range's transaction, enforced by Postgres (statement and idle-in-transaction timeouts)"`
-	RPCTimeout      time.Duration `envconfig:"RPC_TIMEOUT" derived:"min(10s, TX_TIMEOUT/3)" desc:"bound of one JSON-RPC request; at most TX_TIMEOUT"`
-	RescanDepth     uint64        `envconfig:"RESCAN_DEPTH" default:"64" desc:"committed blocks below the cursor re-read now and then to catch burns a node left out (0 disables)"`
-	RescanInterval  time.Duration `envconfig:"RESCAN_INTERVAL" default:"1m" desc:"least time between rescans"`
-	HTTPAddr        string        `envconfig:"HTTP_ADDR" default:":8080" desc:"listen address for /livez, /readyz and /metrics"`
-	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"15s" desc:"time after SIGTERM for the in-flight transaction and the HTTP server to finish"`
-	LogLevel        string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	LogFormat       string        `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`
-	Migrate         bool          `envconfig:"MIGRATE" default:"true" desc:"apply database migrations at start"`
-	AllowHookChange bool          `envconfig:"ALLOW_HOOK_CHANGE" default:"false" desc:"make this replica's PAYMENT_HOOK_SQL the group's hook when it differs from the one the group recorded (otherwise such a replica refuses to start, and running ones with another hook stop writing)"`
+	DatabaseURL      string        `envconfig:"DATABASE_URL" secret:"true" desc:"Postgres connection string (URL or key=value); required"`
+	RPCURL           string        `envconfig:"RPC_URL" secret:"true" desc:"JSON-RPC endpoints of the chain (http, https, ws, wss), comma-separated in order of preference; required"`
+	RPCWSURL         string        `envconfig:"RPC_WS_URL" secret:"true" desc:"optional WebSocket endpoint (ws, wss) for newHeads: a new head ends the wait after reaching the target at once; polling goes on if it drops"`
+	ChainID          uint64        `envconfig:"CHAIN_ID" desc:"chain id the node must report; required"`
+	BurnContract     string        `envconfig:"BURN_CONTRACT" desc:"address of the BurnWithDigest contract; required"`
+	StartBlock       uint64        `envconfig:"START_BLOCK" default:"0" desc:"first block to scan when the cursor does not exist yet"`
+	CursorID         string        `envconfig:"CURSOR_ID" desc:"cursor row shared by the replicas of one group (default <chain id>:<contract>)"`
+	Finality         string        `envconfig:"FINALITY" default:"finalized" desc:"target block: finalized, safe, or latest minus CONFIRMATIONS"`
+	Confirmations    uint64        `envconfig:"CONFIRMATIONS" default:"12" desc:"blocks behind the head when FINALITY=latest (ignored otherwise)"`
+	PollInterval     time.Duration `envconfig:"POLL_INTERVAL" default:"2s" desc:"pause after reaching the target"`
+	MaxBlockRange    uint64        `envconfig:"MAX_BLOCK_RANGE" default:"2000" desc:"most blocks per eth_getLogs call and per transaction"`
+	LockWait         time.Duration `envconfig:"LOCK_WAIT" derived:"min(5s, TX_TIMEOUT/6)" desc:"how long a standby replica waits for the cursor lock before retrying (lock_timeout); below TX_TIMEOUT"`
+	TxTimeout        time.Duration `envconfig:"TX_TIMEOUT" default:"30s" desc:"bound of one range's transaction, enforced by Postgres (statement and idle-in-transaction timeouts)"`
+	RPCTimeout       time.Duration `envconfig:"RPC_TIMEOUT" derived:"min(10s, TX_TIMEOUT/3)" desc:"bound of one JSON-RPC request; at most TX_TIMEOUT"`
+	RescanDepth      uint64        `envconfig:"RESCAN_DEPTH" default:"64" desc:"committed blocks below the cursor re-read now and then to catch burns a node left out (0 disables)"`
+	RescanInterval   time.Duration `envconfig:"RESCAN_INTERVAL" default:"1m" desc:"least time between rescans"`
+	HTTPAddr         string        `envconfig:"HTTP_ADDR" default:":8080" desc:"listen address for /livez, /readyz and /metrics"`
+	ShutdownTimeout  time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"15s" desc:"time after SIGTERM for the in-flight transaction and the HTTP server to finish"`
+	LogLevel         string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat        string        `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`
+	Migrate          bool          `envconfig:"MIGRATE" default:"true" desc:"apply database migrations at start"`
+	Pending          bool          `envconfig:"PENDING" default:"true" desc:"track burns between the finality target and the head: pending_payments and seen/retracted events (never a credit)"`
+	PendingMaxBlocks uint64        `envconfig:"PENDING_MAX_BLOCKS" default:"10000" desc:"most blocks above the finality target that head tracking reads"`
+	AllowHookChange  bool          `envconfig:"ALLOW_HOOK_CHANGE" default:"false" desc:"make this replica's PAYMENT_HOOK_SQL the group's hook when it differs from the one the group recorded (otherwise such a replica refuses to start, and running ones with another hook stop writing)"`
 	// lockWaitSet and rpcTimeoutSet say the user set LOCK_WAIT and
 	// RPC_TIMEOUT; otherwise they were derived from TX_TIMEOUT.
 	lockWaitSet, rpcTimeoutSet bool `ignored:"true"`
@@ -226,6 +228,9 @@ func (c *Config) validate(s scope) []string {
 	}
 	if c.PollInterval < 10*time.Millisecond || c.PollInterval > time.Hour {
 		add("POLL_INTERVAL: %s is not between 10ms and 1h", c.PollInterval)
+	}
+	if c.PendingMaxBlocks < 1 || c.PendingMaxBlocks > 1_000_000 {
+		add("PENDING_MAX_BLOCKS: %d is not between 1 and 1000000", c.PendingMaxBlocks)
 	}
 	if c.MaxBlockRange < 1 || c.MaxBlockRange > 1_000_000 {
 		add("MAX_BLOCK_RANGE: %d is not between 1 and 1000000", c.MaxBlockRange)

@@ -45,6 +45,9 @@ func cmdRun(args []string, stderr io.Writer) int {
 			RescanDepth:    c.cfg.RescanDepth,
 			RescanInterval: c.cfg.RescanInterval,
 			UntilCaughtUp:  *until,
+			// --until-caught-up is a one-shot run: nothing to track.
+			Pending:          c.cfg.Pending && !*until,
+			PendingMaxBlocks: c.cfg.PendingMaxBlocks,
 		},
 		HTTPAddr:        c.cfg.HTTPAddr,
 		ShutdownTimeout: c.cfg.ShutdownTimeout,

@@ -108,7 +108,7 @@ func TestKeyMigrationOnAPopulatedLedger(t *testing.T) {
 		VALUES (1, '0x'||repeat('ab', 20), '0x'||repeat('0', 64), 0, 1, '0x'||repeat('cd', 32), '{}', 'x');`); err != nil {
 		t.Fatal(err)
 	}
-	if from, err := migrations.Migrate(ctx, conn); err != nil || from != 3 {
+	if from, err := migrations.MigrateTo(ctx, conn, 5); err != nil || from != 3 {
 		t.Fatalf("Migrate = %d, %v", from, err)
 	}
 	// A run that stopped after its statements but before recording the
@@ -116,7 +116,7 @@ func TestKeyMigrationOnAPopulatedLedger(t *testing.T) {
 	if _, err := conn.Exec(ctx, "UPDATE "+migrations.VersionTable+" SET version = 4"); err != nil {
 		t.Fatal(err)
 	}
-	if from, err := migrations.Migrate(ctx, conn); err != nil || from != 4 {
+	if from, err := migrations.MigrateTo(ctx, conn, 5); err != nil || from != 4 {
 		t.Fatalf("Migrate again = %d, %v", from, err)
 	}
 	var rows int
