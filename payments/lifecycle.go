@@ -64,6 +64,14 @@ func (t *Tx) AppendEvents(ctx context.Context, evs []Event) ([]string, error) {
 		txHashes[i], indexes[i], numbers[i], hashes[i] = e.TxHash, int64(e.LogIndex), e.BlockNumber, e.BlockHash
 		payers[i], digests[i], amounts[i], times[i], paymentID[i] = e.Payer, e.Digest, e.Amount.String(), e.BurnedAt, e.PaymentID
 	}
+	// The counter is held by each writer only from its numbering to its
+	// commit, but a writer of a large range holds it for a while: waiting
+	// for it is bounded by the transaction's own limit, not LOCK_WAIT
+	// (meant for the cursor). A holder that froze is bounded by the
+	// server's idle-in-transaction timeout like every other lock.
+	if _, err := t.tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, millis(t.limits.TxTimeout)); err != nil {
+		return nil, fmt.Errorf("bounding the wait for the event counter: %w", interpret(err))
+	}
 	rows, err := t.tx.Query(ctx, `
 		WITH input AS MATERIALIZED (
 			SELECT DISTINCT ON (event_id) *
