@@ -1,0 +1,507 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/burnpoller/burnpoller/internal/testsignal"
+	"github.com/burnpoller/burnpoller/payments"
+)
+
+// Config is what the dispatcher delivers, where, and how patiently.
+type Config struct {
+	Endpoints []Endpoint
+	Secret    string
+	// Events are the kinds delivered (payments.Kind*).
+	Events []string
+	// Timeout bounds one attempt (WEBHOOK_TIMEOUT).
+	Timeout time.Duration
+	// MaxAge is how long a delivery is retried before it is dead-lettered
+	// (WEBHOOK_MAX_AGE).
+	MaxAge time.Duration
+	// Poll is how often, without a notification, the dispatcher looks for
+	// new events and due retries; zero means one second.
+	Poll time.Duration
+	// Batch is the most deliveries one endpoint claims at once; zero means 8.
+	Batch int
+	// Backoff, if set, replaces Backoff (tests).
+	Backoff func(attempt int) time.Duration
+	// Lease is how long, beyond Timeout, a claimed delivery stays this
+	// replica's; zero means 30 seconds. A replica that dies mid-attempt is
+	// retried by another once the lease runs out.
+	Lease time.Duration
+}
+
+// Results of a delivery attempt, the values of
+// burnpoller_webhook_deliveries_total's result label.
+const (
+	ResultDelivered = "delivered"
+	ResultFailed    = "failed"
+	ResultDead      = "dead"
+)
+
+// responseCap is how much of a response body is read (and dropped), so that
+// the connection can be reused without reading an endless answer.
+const responseCap = 64 << 10
+
+// Dispatcher delivers payment events to the configured endpoints. Every
+// replica runs one; they share the work through Postgres.
+type Dispatcher struct {
+	cfg     Config
+	pool    *pgxpool.Pool
+	client  *http.Client
+	metrics *metrics
+	log     *slog.Logger
+	// Signals are for tests.
+	Signals Signals
+}
+
+// Signals tell a test what the dispatcher did.
+type Signals struct {
+	// Attempted: one attempt ended, or a delivery was dead-lettered
+	// without one (its endpoint label, seq and result).
+	Attempted testsignal.Signal[Attempt]
+}
+
+// Attempt is one delivery attempt's outcome.
+type Attempt struct {
+	Endpoint string
+	Seq      int64
+	Result   string
+	Status   int
+	Err      string
+}
+
+// New returns a dispatcher for cfg on pool, with its metrics on reg.
+func New(cfg Config, pool *pgxpool.Pool, reg prometheus.Registerer, log *slog.Logger) *Dispatcher {
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 8
+	}
+	if cfg.Lease <= 0 {
+		// A replica that dies mid-attempt is retried once the lease
+		// runs out (the receiver may then see the event twice, with the
+		// same id).
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = func(attempt int) time.Duration { return Backoff(attempt, jitter()) }
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = cfg.Batch
+	return &Dispatcher{
+		cfg:  cfg,
+		pool: pool,
+		client: &http.Client{
+			Transport: transport,
+			Timeout:   cfg.Timeout,
+			// A redirect is an answer that is not 2xx: never followed.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		metrics: newMetrics(reg, cfg.Endpoints),
+		log:     log,
+	}
+}
+
+// Register records the configured endpoints and what they receive. An
+// endpoint new to the database starts with the events committed after
+// now: a deployment adding a webhook is not sent the whole history (poller
+// webhooks retry --seq sends an older event).
+func (d *Dispatcher) Register(ctx context.Context) error {
+	for _, e := range d.cfg.Endpoints {
+		if _, err := d.pool.Exec(ctx, `
+			INSERT INTO webhook_endpoints (endpoint, events, enqueued_seq)
+			VALUES ($1, $2, (SELECT last_seq FROM payment_event_seq))
+			ON CONFLICT (endpoint) DO UPDATE SET events = excluded.events, updated_at = now()
+			WHERE webhook_endpoints.events IS DISTINCT FROM excluded.events`, e.Label, d.cfg.Events); err != nil {
+			return fmt.Errorf("registering webhook endpoint %s: %w", e.Label, err)
+		}
+	}
+	return nil
+}
+
+// Run registers the endpoints and delivers until ctx ends. It returns nil
+// then; errors along the way are logged and retried.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	for {
+		err := d.Register(ctx)
+		if err == nil {
+			break
+		}
+		d.log.Warn("registering webhook endpoints failed; retrying", slog.Any("err", err))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d.cfg.Poll):
+		}
+	}
+	wakes := make([]chan struct{}, len(d.cfg.Endpoints))
+	for i := range wakes {
+		wakes[i] = make(chan struct{}, 1)
+	}
+	var wg sync.WaitGroup
+	for i, e := range d.cfg.Endpoints {
+		wg.Go(func() { d.deliverLoop(ctx, e, wakes[i]) })
+	}
+	notified := make(chan struct{}, 1)
+	wg.Go(func() { d.listen(ctx, notified) })
+	tick := time.NewTicker(d.cfg.Poll)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		if err := d.enqueueAll(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("enqueueing webhook deliveries failed; retrying", slog.Any("err", err))
+		}
+		for _, w := range wakes {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+		d.observe(ctx)
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		case <-notified:
+		}
+	}
+	wg.Wait()
+	return nil
+}
+
+// listen turns notifications on payments.EventsChannel into wake-ups. The
+// payload is not trusted or needed: the table is read either way.
+func (d *Dispatcher) listen(ctx context.Context, wake chan<- struct{}) {
+	for ctx.Err() == nil {
+		err := func() error {
+			c, err := d.pool.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			// A listening connection never goes back to the pool.
+			conn := c.Hijack()
+			defer conn.Close(context.WithoutCancel(ctx))
+			if _, err := conn.Exec(ctx, "LISTEN "+payments.EventsChannel); err != nil {
+				return err
+			}
+			for {
+				if _, err := conn.WaitForNotification(ctx); err != nil {
+					return err
+				}
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		if ctx.Err() != nil {
+			return
+		}
+		d.log.Debug("listening for events failed; polling meanwhile", slog.Any("err", err))
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * d.cfg.Poll):
+		}
+	}
+}
+
+// enqueueBatch is the most events looked at per endpoint and transaction.
+const enqueueBatch = 1000
+
+// enqueueAll creates the delivery rows each endpoint is owed.
+func (d *Dispatcher) enqueueAll(ctx context.Context) error {
+	for _, e := range d.cfg.Endpoints {
+		for {
+			more, err := d.enqueue(ctx, e.Label)
+			if err != nil {
+				return fmt.Errorf("endpoint %s: %w", e.Label, err)
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// enqueue moves one endpoint's watermark over the next committed events,
+// creating a delivery for each subscribed one, in one transaction. Another
+// replica doing the same skips the endpoint (SKIP LOCKED). Because seqs are
+// given in commit order without gaps, every seq up to the highest visible
+// one is committed: the watermark never passes an event still to come.
+func (d *Dispatcher) enqueue(ctx context.Context, label string) (more bool, err error) {
+	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		var (
+			from   int64
+			events []string
+		)
+		err := tx.QueryRow(ctx, `SELECT enqueued_seq, events FROM webhook_endpoints WHERE endpoint = $1
+			FOR UPDATE SKIP LOCKED`, label).Scan(&from, &events)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // another replica is at it
+		}
+		if err != nil {
+			return err
+		}
+		var to int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), $1) FROM payment_events WHERE seq > $1 AND seq <= $1 + $2`,
+			from, enqueueBatch).Scan(&to); err != nil {
+			return err
+		}
+		if to == from {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO webhook_deliveries (endpoint, seq, event_id)
+			SELECT $1, seq, event_id FROM payment_events
+			WHERE seq > $2 AND seq <= $3 AND kind = ANY($4)
+			ON CONFLICT (endpoint, seq) DO NOTHING`, label, from, to, events); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enqueued_seq = $2, updated_at = now() WHERE endpoint = $1`, label, to); err != nil {
+			return err
+		}
+		more = to-from == enqueueBatch
+		return nil
+	})
+	return more, err
+}
+
+// claimed is a delivery this replica holds the lease of.
+type claimed struct {
+	seq      int64
+	attempts int
+	armedAt  time.Time
+}
+
+// deliverLoop delivers one endpoint's due deliveries whenever woken; a slow
+// endpoint holds up only itself.
+func (d *Dispatcher) deliverLoop(ctx context.Context, e Endpoint, wake <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		}
+		for ctx.Err() == nil {
+			n, err := d.deliverDue(ctx, e)
+			if err != nil {
+				if ctx.Err() == nil {
+					d.log.Warn("webhook delivery round failed; retrying", slog.String("endpoint", e.Label), slog.Any("err", err))
+				}
+				break
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+}
+
+// deliverDue dead-letters what is past its age, claims up to Batch due
+// deliveries, attempts them concurrently and records each outcome. It
+// returns how many it attempted.
+func (d *Dispatcher) deliverDue(ctx context.Context, e Endpoint) (int, error) {
+	rows, err := d.pool.Query(ctx, `
+		UPDATE webhook_deliveries SET dead_at = now()
+		WHERE endpoint = $1 AND delivered_at IS NULL AND dead_at IS NULL
+		  AND next_attempt_at <= now() AND armed_at + $2::interval <= now()
+		RETURNING seq`, e.Label, d.cfg.MaxAge)
+	if err != nil {
+		return 0, fmt.Errorf("dead-lettering: %w", err)
+	}
+	dead, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, fmt.Errorf("dead-lettering: %w", err)
+	}
+	for _, seq := range dead {
+		d.metrics.deliveries.WithLabelValues(e.Label, ResultDead).Inc()
+		d.deadLettered(e, seq, "older than WEBHOOK_MAX_AGE")
+		d.Signals.Attempted.Send(Attempt{Endpoint: e.Label, Seq: seq, Result: ResultDead})
+	}
+	rows, err = d.pool.Query(ctx, `
+		UPDATE webhook_deliveries w
+		SET attempts = w.attempts + 1, last_attempt_at = now(), next_attempt_at = now() + $3::interval
+		FROM (SELECT endpoint, seq FROM webhook_deliveries
+		      WHERE endpoint = $1 AND delivered_at IS NULL AND dead_at IS NULL AND next_attempt_at <= now()
+		      ORDER BY next_attempt_at, seq LIMIT $2
+		      FOR UPDATE SKIP LOCKED) c
+		WHERE w.endpoint = c.endpoint AND w.seq = c.seq
+		RETURNING w.seq, w.attempts, w.armed_at`, e.Label, d.cfg.Batch, d.cfg.Timeout+d.cfg.Lease)
+	if err != nil {
+		return 0, fmt.Errorf("claiming deliveries: %w", err)
+	}
+	claims, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimed, error) {
+		var c claimed
+		return c, r.Scan(&c.seq, &c.attempts, &c.armedAt)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("claiming deliveries: %w", err)
+	}
+	if len(claims) == 0 {
+		return 0, nil
+	}
+	seqs := make([]int64, len(claims))
+	for i, c := range claims {
+		seqs[i] = c.seq
+	}
+	evs, err := d.events(ctx, seqs)
+	if err != nil {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	for _, c := range claims {
+		wg.Go(func() { d.attempt(ctx, e, c, evs[c.seq]) })
+	}
+	wg.Wait()
+	return len(claims), nil
+}
+
+func (d *Dispatcher) events(ctx context.Context, seqs []int64) (map[int64]payments.Event, error) {
+	evs, err := payments.NewStore(d.pool).EventsBySeq(ctx, seqs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]payments.Event, len(evs))
+	for _, e := range evs {
+		out[e.Seq] = e
+	}
+	return out, nil
+}
+
+// attempt POSTs ev to e once and records the outcome.
+func (d *Dispatcher) attempt(ctx context.Context, e Endpoint, c claimed, ev payments.Event) {
+	status, problem := d.post(ctx, e, ev)
+	if ctx.Err() != nil && problem != "" {
+		// Shutting down mid-attempt: hand the delivery back at once
+		// rather than at the end of the lease (it may have arrived; the
+		// next attempt carries the same id).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_, _ = d.pool.Exec(rctx, `UPDATE webhook_deliveries SET next_attempt_at = now()
+			WHERE endpoint = $1 AND seq = $2 AND attempts = $3 AND delivered_at IS NULL`, e.Label, c.seq, c.attempts)
+		return
+	}
+	// The outcome is recorded even when a stop comes meanwhile: an answer
+	// the endpoint gave must not be asked for again. It is recorded only
+	// if the delivery is still this attempt's (attempts unchanged): a
+	// re-arm by poller webhooks retry, or another replica's attempt after
+	// the lease ran out, is newer.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var err error
+	result := ResultDelivered
+	if problem == "" {
+		_, err = d.pool.Exec(ctx, `UPDATE webhook_deliveries
+			SET delivered_at = now(), last_status = $3, last_error = NULL
+			WHERE endpoint = $1 AND seq = $2 AND attempts = $4 AND delivered_at IS NULL`, e.Label, c.seq, status, c.attempts)
+	} else {
+		wait := d.cfg.Backoff(c.attempts)
+		var dead bool
+		err = d.pool.QueryRow(ctx, `UPDATE webhook_deliveries
+			SET last_status = nullif($3, 0), last_error = left($4, 500), next_attempt_at = now() + $5::interval,
+			    dead_at = CASE WHEN now() + $5::interval > armed_at + $6::interval THEN now() END
+			WHERE endpoint = $1 AND seq = $2 AND attempts = $7 AND delivered_at IS NULL AND dead_at IS NULL
+			RETURNING dead_at IS NOT NULL`, e.Label, c.seq, status, problem, wait, d.cfg.MaxAge, c.attempts).Scan(&dead)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Taken over (the lease ran out), delivered, or re-armed by
+			// poller webhooks retry meanwhile: the newer state stands.
+			err = nil
+		}
+		result = ResultFailed
+		if dead {
+			result = ResultDead
+		}
+	}
+	if err != nil {
+		d.log.Warn("recording a webhook attempt failed; the delivery is retried when its lease ends",
+			slog.String("endpoint", e.Label), slog.Int64("seq", c.seq), slog.Any("err", err))
+		return
+	}
+	d.metrics.deliveries.WithLabelValues(e.Label, result).Inc()
+	switch result {
+	case ResultDelivered:
+		d.log.Debug("webhook delivered", slog.String("endpoint", e.Label), slog.Int64("seq", c.seq),
+			slog.String("event_id", ev.EventID), slog.Int("attempts", c.attempts))
+	case ResultFailed:
+		d.log.Info("webhook attempt failed; will retry", slog.String("endpoint", e.Label), slog.Int64("seq", c.seq),
+			slog.Int("attempts", c.attempts), slog.String("error", problem))
+	case ResultDead:
+		d.deadLettered(e, c.seq, problem)
+	}
+	d.Signals.Attempted.Send(Attempt{Endpoint: e.Label, Seq: c.seq, Result: result, Status: status, Err: problem})
+}
+
+func (d *Dispatcher) deadLettered(e Endpoint, seq int64, why string) {
+	d.log.Error("webhook dead-lettered: retries ran out (WEBHOOK_MAX_AGE); poller webhooks retry --dead sends it again",
+		slog.String("endpoint", e.Label), slog.Int64("seq", seq), slog.String("last_error", why))
+}
+
+// post sends ev to e once. It returns the HTTP status (0 without an
+// answer) and, unless the answer was 2xx, what went wrong, in words that
+// never hold the URL.
+func (d *Dispatcher) post(ctx context.Context, e Endpoint, ev payments.Event) (int, string) {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return 0, "encoding the event: " + err.Error()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, "building the request"
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "burnpoller-webhooks")
+	req.Header.Set(HeaderEventID, ev.EventID)
+	req.Header.Set(HeaderSignature, Sign(d.cfg.Secret, time.Now(), body))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return 0, describe(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, responseCap))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, "HTTP " + strconv.Itoa(resp.StatusCode)
+	}
+	return resp.StatusCode, ""
+}
+
+// describe says why a request got no answer without quoting the URL
+// (*url.Error's text holds it).
+func describe(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout (WEBHOOK_TIMEOUT)"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Op + ": " + oe.Err.Error()
+	}
+	msg := err.Error()
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	return msg
+}
