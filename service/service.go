@@ -19,6 +19,7 @@ import (
 	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/probe"
+	"github.com/burnpoller/burnpoller/webhooks"
 )
 
 // Config is a replica's behaviour.
@@ -36,6 +37,9 @@ type Config struct {
 	// HeadsURL, if set, is a ws/wss endpoint whose newHeads end the wait
 	// after reaching the target early.
 	HeadsURL string
+	// Webhooks, if set, delivers payment events beside the loop, from the
+	// moment the start-up checks pass until the replica stops.
+	Webhooks *webhooks.Dispatcher
 }
 
 // Service is one replica. Its methods are safe to call from several
@@ -157,6 +161,15 @@ func (s *Service) run(ctx context.Context) error {
 			chain.WatchHeads(hctx, s.cfg.HeadsURL, wake, s.metrics.HeadsUp, s.log)
 		}()
 		defer func() { stopHeads(); <-heads }()
+	}
+	if s.cfg.Webhooks != nil {
+		dctx, stopHooks := context.WithCancel(ctx)
+		hooksDone := make(chan struct{})
+		go func() {
+			defer close(hooksDone)
+			_ = s.cfg.Webhooks.Run(dctx)
+		}()
+		defer func() { stopHooks(); <-hooksDone }()
 	}
 	loop := poller.NewLoop(lc, w, s.metrics, s.beat, s.log)
 	s.running.Store(loop)

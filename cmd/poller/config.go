@@ -23,6 +23,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/webhooks"
 )
 
 // Config is every environment variable burnpoller reads. The names are an
@@ -51,6 +52,11 @@ type Config struct {
 	Migrate          bool          `envconfig:"MIGRATE" default:"true" desc:"apply database migrations at start"`
 	Pending          bool          `envconfig:"PENDING" default:"true" desc:"track burns between the finality target and the head: pending_payments and seen/retracted events (never a credit)"`
 	PendingMaxBlocks uint64        `envconfig:"PENDING_MAX_BLOCKS" default:"10000" desc:"most blocks above the finality target that head tracking reads"`
+	WebhookURL       string        `envconfig:"WEBHOOK_URL" secret:"true" desc:"endpoints (http, https) that receive payment events as signed POSTs, comma-separated; every replica delivers"`
+	WebhookSecret    string        `envconfig:"WEBHOOK_SECRET" secret:"true" desc:"HMAC-SHA256 key of the Burnpoller-Signature header; required with WEBHOOK_URL"`
+	WebhookEvents    string        `envconfig:"WEBHOOK_EVENTS" default:"confirmed" desc:"event kinds delivered: any of seen,retracted,confirmed"`
+	WebhookTimeout   time.Duration `envconfig:"WEBHOOK_TIMEOUT" default:"10s" desc:"bound of one delivery attempt"`
+	WebhookMaxAge    time.Duration `envconfig:"WEBHOOK_MAX_AGE" default:"72h" desc:"how long a delivery is retried (jittered back-off, 1s to 1h) before it is dead-lettered"`
 	AllowHookChange  bool          `envconfig:"ALLOW_HOOK_CHANGE" default:"false" desc:"make this replica's PAYMENT_HOOK_SQL the group's hook when it differs from the one the group recorded (otherwise such a replica refuses to start, and running ones with another hook stop writing)"`
 	// lockWaitSet and rpcTimeoutSet say the user set LOCK_WAIT and
 	// RPC_TIMEOUT; otherwise they were derived from TX_TIMEOUT.
@@ -229,6 +235,7 @@ func (c *Config) validate(s scope) []string {
 	if c.PollInterval < 10*time.Millisecond || c.PollInterval > time.Hour {
 		add("POLL_INTERVAL: %s is not between 10ms and 1h", c.PollInterval)
 	}
+	p = append(p, c.validateWebhooks()...)
 	if c.PendingMaxBlocks < 1 || c.PendingMaxBlocks > 1_000_000 {
 		add("PENDING_MAX_BLOCKS: %d is not between 1 and 1000000", c.PendingMaxBlocks)
 	}
@@ -360,6 +367,46 @@ func printConfig(w io.Writer) error {
 	return tw.Flush()
 }
 
+// validateWebhooks checks the WEBHOOK_ variables; no line quotes a URL or
+// the secret.
+func (c *Config) validateWebhooks() []string {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	if c.WebhookURL != "" {
+		if _, err := webhooks.ParseEndpoints(c.WebhookURL); err != nil {
+			add("WEBHOOK_URL: %v", err)
+		}
+		if c.WebhookSecret == "" {
+			add("WEBHOOK_SECRET: required with WEBHOOK_URL (receivers verify the signature with it)")
+		}
+	}
+	if c.WebhookSecret != "" && len(c.WebhookSecret) < 16 {
+		add("WEBHOOK_SECRET: at least 16 characters")
+	}
+	if _, err := webhooks.ParseEvents(c.WebhookEvents); err != nil {
+		add("WEBHOOK_EVENTS: %v", err)
+	}
+	if c.WebhookTimeout < 100*time.Millisecond || c.WebhookTimeout > 5*time.Minute {
+		add("WEBHOOK_TIMEOUT: %s is not between 100ms and 5m", c.WebhookTimeout)
+	}
+	if c.WebhookMaxAge < time.Second || c.WebhookMaxAge > 90*24*time.Hour {
+		add("WEBHOOK_MAX_AGE: %s is not between 1s and 2160h (90 days)", c.WebhookMaxAge)
+	}
+	return p
+}
+
+// webhookConfig is the dispatcher's configuration; ok is false without
+// WEBHOOK_URL. Call after validation.
+func (c *Config) webhookConfig() (webhooks.Config, bool) {
+	if c.WebhookURL == "" {
+		return webhooks.Config{}, false
+	}
+	eps, _ := webhooks.ParseEndpoints(c.WebhookURL)
+	events, _ := webhooks.ParseEvents(c.WebhookEvents)
+	return webhooks.Config{Endpoints: eps, Secret: c.WebhookSecret, Events: events,
+		Timeout: c.WebhookTimeout, MaxAge: c.WebhookMaxAge}, true
+}
+
 // redactSecret shows a secret variable's shape without its secret parts.
 // Any other secret variable (PAYMENT_HOOK_SQL, which may hold a dblink
 // password) shows only that it is set.
@@ -375,6 +422,16 @@ func redactSecret(key, value string) string {
 		return strings.Join(parts, ",")
 	case "DATABASE_URL":
 		return redactDatabaseURL(value)
+	case "WEBHOOK_URL":
+		eps, err := webhooks.ParseEndpoints(value)
+		if err != nil {
+			return "(set, unparseable, redacted)"
+		}
+		labels := make([]string, len(eps))
+		for i, e := range eps {
+			labels[i] = e.Label
+		}
+		return strings.Join(labels, ",")
 	}
 	return "(set, redacted)"
 }

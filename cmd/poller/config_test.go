@@ -112,6 +112,13 @@ func TestEveryBadValueIsNamed(t *testing.T) {
 		{"LOG_LEVEL", "verbose"},
 		{"LOG_FORMAT", "xml"},
 		{"MIGRATE", "maybe"},
+		{"PENDING", "sometimes"},
+		{"PENDING_MAX_BLOCKS", "0"},
+		{"WEBHOOK_SECRET", "short"},
+		{"WEBHOOK_EVENTS", "paid"},
+		{"WEBHOOK_EVENTS", ""},
+		{"WEBHOOK_TIMEOUT", "1ms"},
+		{"WEBHOOK_MAX_AGE", "100ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
@@ -124,6 +131,23 @@ func TestEveryBadValueIsNamed(t *testing.T) {
 				t.Fatalf("problem %q does not name %s", problems[0], tt.key)
 			}
 		})
+	}
+}
+
+func TestWebhookProblems(t *testing.T) {
+	for _, tt := range []struct {
+		give map[string]string
+		want string
+	}{
+		{map[string]string{"WEBHOOK_URL": "https://h.example/in/TOKEN9"}, "WEBHOOK_SECRET: required"},
+		{map[string]string{"WEBHOOK_URL": "ftp://h.example/in/TOKEN9", "WEBHOOK_SECRET": "0123456789abcdefZQXV"}, "WEBHOOK_URL: entry 1: scheme"},
+		{map[string]string{"WEBHOOK_URL": "https://h.example/a/TOKEN9,https://h.example/a/TOKEN9", "WEBHOOK_SECRET": "0123456789abcdefZQXV"}, "WEBHOOK_URL: entry 2 repeats"},
+	} {
+		setEnv(t, with(tt.give))
+		_, problems := loadConfig(scopeRun)
+		if len(problems) != 1 || !strings.HasPrefix(problems[0], tt.want) || strings.Contains(problems[0], "TOKEN9") || strings.Contains(problems[0], "ZQXV") {
+			t.Errorf("%v: problems %q, want one starting %q without the URL or secret", tt.give, problems, tt.want)
+		}
 	}
 }
 
@@ -377,6 +401,18 @@ func TestConfigCommandRedactsSecrets(t *testing.T) {
 				"PAYMENT_HOOK_SQL": "(default)",
 			},
 			secrets: []string{"Alpha7", "Bravo9"},
+		},
+		{
+			name: "webhooks",
+			give: map[string]string{
+				"WEBHOOK_URL":    "https://u:hook-pw@hooks.example.com/in/tok-0123456789,http://127.0.0.1:9000/x?key=tok-abcdef",
+				"WEBHOOK_SECRET": "whsec-0123456789-secret",
+			},
+			want: map[string]string{
+				"WEBHOOK_URL":    "https://hooks.example.com#fc163617,http://127.0.0.1:9000#1de0d7c4",
+				"WEBHOOK_SECRET": "(set, redacted)",
+			},
+			secrets: []string{"hook-pw", "tok-0123456789", "tok-abcdef", "whsec-0123456789-secret"},
 		},
 		{
 			name:    "key=value, quoted",

@@ -5,7 +5,8 @@
 //	poller [run]                 poll until SIGTERM/SIGINT (the default)
 //	poller backfill              record a block range, resumably
 //	poller verify                compare the chain with the ledger
-//	poller tail                  print payments as they commit
+//	poller events                print payment lifecycle events by seq (tail: follow them)
+//	poller webhooks status       webhook backlog and dead letters
 //	poller migrate               apply database migrations and exit
 //	poller cursor show           print the cursor
 //	poller cursor reset --to N   move the cursor (clears a finality violation)
@@ -38,7 +39,7 @@ const (
 	exitUsage   = 2
 )
 
-const usage = `usage: poller [run|backfill|verify|cursor|tail|migrate|config|version]
+const usage = `usage: poller [run|backfill|verify|cursor|events|tail|webhooks|migrate|config|version]
 
   run [--until-finalized]    poll the chain and record payments until SIGTERM or SIGINT (default);
                              with --until-finalized, exit 0 once caught up with the target
@@ -47,7 +48,12 @@ const usage = `usage: poller [run|backfill|verify|cursor|tail|migrate|config|ver
              [--allow-hook-mismatch]
   verify --from N --to M     compare the chain's burns with the payments table; exit 0 clean, 1 on
              [--json]        discrepancies, 3 when it could not complete; never writes
-  tail [--json]              print each payment as its transaction commits (LISTEN)
+  events [--since SEQ]       print payment events (seen, retracted, confirmed) in seq order, after SEQ
+         [--follow] [--json] (default: all); --follow keeps printing them as they commit
+  tail [--since SEQ] [--json]  events --follow, from the events committed after it starts
+  webhooks status [--json]   per endpoint: backlog, oldest undelivered, retrying, dead letters
+  webhooks retry --dead      re-arm every dead-lettered delivery
+  webhooks retry --seq N     send event N again to every endpoint subscribed to its kind
   migrate                    apply database migrations and exit
   cursor show [--json]       print the cursor
   cursor reset --to N        set the cursor to block N (after 'poller verify'; clears a finality violation)
@@ -86,8 +92,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdVerify(args, stdout, stderr)
 	case "cursor":
 		return cmdCursor(args, stdout, stderr)
-	case "tail":
-		return cmdTail(args, stdout, stderr)
+	case "events", "tail":
+		return cmdEvents(cmd, args, stdout, stderr)
+	case "webhooks":
+		return cmdWebhooks(args, stdout, stderr)
 	}
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "poller %s: unexpected arguments %q\n%s", cmd, args, usage)
@@ -148,7 +156,7 @@ func dbCommand(stderr io.Writer, s scope, f func(ctx context.Context, cfg Config
 		return code
 	}
 	defer c.stop()
-	pool, err := newPool(c.ctx, c.cfg, false)
+	pool, err := newPool(c.ctx, c.cfg, false, "burnpoller")
 	if err != nil {
 		c.log.Error("connecting to the database", slog.Any("err", err))
 		return exitFailure

@@ -9,6 +9,7 @@ import (
 
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
+	"github.com/burnpoller/burnpoller/webhooks"
 )
 
 // cmdRun runs a replica until SIGTERM or SIGINT (or, with
@@ -35,6 +36,18 @@ func cmdRun(args []string, stderr io.Writer) int {
 		return exitFailure
 	}
 	defer pt.close()
+	// Webhook deliveries use a pool of their own, so that a slow endpoint
+	// never holds a connection the ledger needs.
+	var dispatcher *webhooks.Dispatcher
+	if wcfg, ok := c.cfg.webhookConfig(); ok && !*until {
+		hookPool, err := newPool(c.ctx, c.cfg, false, "burnpoller-webhooks")
+		if err != nil {
+			c.log.Error("starting", slog.Any("err", err))
+			return exitFailure
+		}
+		defer hookPool.Close()
+		dispatcher = webhooks.New(wcfg, hookPool, pt.reg, c.log)
+	}
 	svc, err := service.New(service.Config{
 		Prep:   c.prep(),
 		Writer: c.writerConfig(),
@@ -52,6 +65,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		HTTPAddr:        c.cfg.HTTPAddr,
 		ShutdownTimeout: c.cfg.ShutdownTimeout,
 		HeadsURL:        c.cfg.RPCWSURL,
+		Webhooks:        dispatcher,
 	}, pt.deps(c.log), pt.reg, pt.metrics)
 	if err != nil {
 		c.log.Error("starting the HTTP server", slog.Any("err", err))

@@ -65,7 +65,7 @@ func (c *command) open(readOnly bool) (*parts, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := poller.NewMetrics(reg, version, revision(), runtime.Version())
-	pool, err := newPool(c.ctx, c.cfg, readOnly)
+	pool, err := newPool(c.ctx, c.cfg, readOnly, "burnpoller")
 	if err != nil {
 		return nil, fmt.Errorf("configuring the database pool: %w", err)
 	}
@@ -146,7 +146,9 @@ func dialEndpoints(ctx context.Context, cfg Config, obs chain.EndpointsObserver,
 	}, obs, log), nil
 }
 
-func newPool(ctx context.Context, cfg Config, readOnly bool) (*pgxpool.Pool, error) {
+// newPool opens a pool on DATABASE_URL; its sessions are named app (in
+// pg_stat_activity) unless the URL names them.
+func newPool(ctx context.Context, cfg Config, readOnly bool, app string) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
 		return nil, errors.New("DATABASE_URL is not a valid connection string")
@@ -159,7 +161,7 @@ func newPool(ctx context.Context, cfg Config, readOnly bool) (*pgxpool.Pool, err
 		pc.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
 	if _, ok := pc.ConnConfig.RuntimeParams["application_name"]; !ok {
-		pc.ConnConfig.RuntimeParams["application_name"] = "burnpoller"
+		pc.ConnConfig.RuntimeParams["application_name"] = app
 	}
 	if readOnly {
 		pc.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
