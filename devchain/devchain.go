@@ -45,6 +45,10 @@ type Config struct {
 	DeployerKey *ecdsa.PrivateKey
 	// Log receives the chain's own messages; nil discards them.
 	Log *slog.Logger
+	// ReorgEvery, if set, replaces the last ReorgDepth blocks (above the
+	// finalized block) with a new branch this often (see Chain.Reorg).
+	ReorgEvery time.Duration
+	ReorgDepth uint64
 }
 
 // Info is what a client needs to use the chain; cmd/devchain prints it.
@@ -162,6 +166,10 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 	if cfg.BlockTime > 0 {
 		c.wg.Add(1)
 		go c.sealEvery(cfg.BlockTime)
+	}
+	if cfg.ReorgEvery > 0 && cfg.ReorgDepth > 0 {
+		c.wg.Add(1)
+		go c.reorgEvery(cfg.ReorgEvery, cfg.ReorgDepth)
 	}
 	return c, nil
 }

@@ -62,8 +62,12 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	if err != nil {
 		return HeadTotals{}, fmt.Errorf("reading the head: %w", err)
 	}
+	if int64(head.Number) < cur.Block {
+		// A node behind what the ledger holds (lagging, or in the
+		// middle of a reorg) says nothing about the blocks above.
+		return HeadTotals{}, errHeadSkipped
+	}
 	from := cur.Block + 1
-	capped := int64(head.Number) > cur.Block+int64(maxBlocks)
 	to := min(int64(head.Number), cur.Block+int64(maxBlocks))
 	res := HeadTotals{From: from, To: to, Head: head}
 
@@ -131,8 +135,13 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 			}
 			continue
 		}
-		if r.BlockNumber > to && capped {
-			kept[key] = true // beyond this pass's window, not beyond the chain
+		if r.BlockNumber > to {
+			// Beyond this pass's window, or above a head that dropped
+			// (a node may briefly report the common block during a
+			// reorg): what the node did not show is not judged. The
+			// row stays until a pass sees its height, or the ledger
+			// records it.
+			kept[key] = true
 			continue
 		}
 		p, onChain := want[key]

@@ -240,7 +240,9 @@ func TestHeadTrackingFollowsTheChain(t *testing.T) {
 }
 
 // TestHeadTrackingWindowIsCapped: burns above PENDING_MAX_BLOCKS over the
-// target wait, and are not retracted for being out of the window.
+// target wait, and are not retracted for being out of the window; nor are
+// burns above a head that dropped, or everything when the node is behind
+// the cursor.
 func TestHeadTrackingWindowIsCapped(t *testing.T) {
 	t.Parallel()
 	node := newFakeChain(10)
@@ -263,6 +265,18 @@ func TestHeadTrackingWindowIsCapped(t *testing.T) {
 	}
 	if got := h.pending(); !slices.Equal(got, pend(near, far)) {
 		t.Fatalf("pending %q", got)
+	}
+	node.target, node.head = 10, 20 // the head drops below the far burn
+	res, err = w.TrackHead(ctx, ctx, "cap", 100)
+	if err != nil || res.To != 20 || res.Retracted != 0 || res.Pending != 2 {
+		t.Fatalf("pass with the head at 20: %+v, %v", res, err)
+	}
+	node.target, node.head = 5, 5 // a node behind the cursor
+	if _, err := w.TrackHead(ctx, ctx, "cap", 100); !errors.Is(err, poller.ErrHeadSkipped) {
+		t.Fatalf("pass through a node behind the cursor = %v, want skipped", err)
+	}
+	if got := h.pending(); !slices.Equal(got, pend(near, far)) || len(h.events()) != 2 {
+		t.Fatalf("pending %q, %d events", got, len(h.events()))
 	}
 }
 

@@ -32,6 +32,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	burnRate := fs.Float64("burn-rate", 0, "send this many burns per second from random payers (0: none)")
 	chainID := fs.Uint64("chain-id", 1337, "chain id")
 	payers := fs.Int("payers", 8, "number of funded payer accounts")
+	reorgEvery := fs.Duration("reorg-every", 0, "replace the last --reorg-depth blocks (never the finalized one) with a new branch this often; their transactions are sealed again at other positions (0: never)")
+	reorgDepth := fs.Uint64("reorg-depth", 3, "blocks a reorganisation replaces")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -44,6 +46,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *chainID == 0 {
 		problems = append(problems, "--chain-id must be positive")
+	}
+	if *reorgEvery < 0 {
+		problems = append(problems, "--reorg-every must not be negative")
+	}
+	if *reorgDepth < 1 || *reorgDepth > 31 {
+		problems = append(problems, "--reorg-depth must be between 1 and 31 (blocks above the finalized one)")
 	}
 	if *payers < 1 || *payers > 1000 {
 		problems = append(problems, "--payers must be between 1 and 1000")
@@ -68,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	chain, err := devchain.Start(startCtx, devchain.Config{
 		Addr: *addr, BlockTime: *blockTime, ChainID: *chainID, Payers: *payers, Log: log,
+		ReorgEvery: *reorgEvery, ReorgDepth: *reorgDepth,
 	})
 	cancel()
 	if err != nil {
