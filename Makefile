@@ -18,6 +18,7 @@ all: build
 build:
 	go build -o bin/poller ./cmd/poller
 	go build -o bin/devchain ./cmd/devchain
+	go build -o bin/webhook-receiver ./cmd/webhook-receiver
 
 # The whole suite: unit, real-Postgres store tests and the integration tests
 # that run the real binaries against a real go-ethereum node.

@@ -116,3 +116,54 @@ func TestContractAddressesAreFixed(t *testing.T) {
 		}
 	}
 }
+
+// TestReorgReplacesTheLastBlocks: Reorg forks below the head, and the
+// dropped transactions are sealed again into the new branch: the burn's
+// log moves to another block, the old block hash leaves the chain.
+func TestReorgReplacesTheLastBlocks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := devchain.Start(ctx, devchain.Config{Addr: "127.0.0.1:0", Payers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	client := c.Client()
+	tx, err := c.Burn(ctx, 0, big.NewInt(7), common.HexToHash("0xd1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Seal()
+	before, err := client.TransactionReceipt(ctx, tx.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Seal()
+	head, _ := client.BlockNumber(ctx)
+	parent, n, err := c.Reorg(ctx, 2)
+	if err != nil || parent != head-2 || n != 1 {
+		t.Fatalf("Reorg = %d, %d, %v; want parent %d and the burn back in the pool", parent, n, err, head-2)
+	}
+	if got, _ := client.BlockNumber(ctx); got != parent {
+		t.Fatalf("head after the fork %d, want %d", got, parent)
+	}
+	c.Seal() // the new branch: the burn again, in a block of another hash
+	c.Seal()
+	after, err := client.TransactionReceipt(ctx, tx.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	burns := 0
+	for _, l := range after.Logs {
+		if l.Topics[0] == chain.BurnTopic && l.BlockHash == after.BlockHash {
+			burns++
+		}
+	}
+	if after.BlockHash == before.BlockHash || burns != 1 {
+		t.Fatalf("after the reorg the burn is in block %d (%s, %d burn logs), before in %d (%s)", after.BlockNumber, after.BlockHash, burns, before.BlockNumber, before.BlockHash)
+	}
+	old, err := client.HeaderByNumber(ctx, before.BlockNumber)
+	if err != nil || old.Hash() == before.BlockHash {
+		t.Fatalf("block %d still has the old hash (%v)", before.BlockNumber, err)
+	}
+}

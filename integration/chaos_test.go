@@ -167,6 +167,9 @@ func TestChaos(t *testing.T) {
 	cursorID := "1337:" + strings.ToLower(info.BurnContract.Hex())
 
 	const txTimeout = 3 * time.Second
+	// Every event goes to a real HTTP receiver, which faults too.
+	const hookSecret = "whsec-chaos-0123456789"
+	hooks := startReceiver(t, hookSecret)
 	var replicas []*replica
 	for i := range 3 {
 		db, err := tcpfault.Start(fmt.Sprintf("127.0.0.1:%d", pg.cluster.Port()))
@@ -182,7 +185,9 @@ func TestChaos(t *testing.T) {
 		r := &replica{name: fmt.Sprintf("replica-%d", i), addr: freeAddr(t), db: db, rpc: rpcp}
 		r.env = pollerEnv(pg.via(db), rpcp.URL, info, r.addr,
 			"MIGRATE=false", "MAX_BLOCK_RANGE=8", "LOCK_WAIT=1s", "TX_TIMEOUT="+txTimeout.String(),
-			"RPC_TIMEOUT=1s", "SHUTDOWN_TIMEOUT=5s", "RESCAN_INTERVAL=5s")
+			"RPC_TIMEOUT=1s", "SHUTDOWN_TIMEOUT=5s", "RESCAN_INTERVAL=5s",
+			"WEBHOOK_URL="+hooks.URL(), "WEBHOOK_SECRET="+hookSecret, "WEBHOOK_EVENTS=seen,retracted,confirmed",
+			"WEBHOOK_TIMEOUT=1s")
 		r.start(t)
 		replicas = append(replicas, r)
 	}
@@ -251,6 +256,21 @@ func TestChaos(t *testing.T) {
 		}},
 		{"node answers 500", func() { replicas[rng.IntN(3)].rpc.Set(func(f *rpcfault.Faults) { f.ServerErrors = 4 }) }},
 		{"node hangs past the timeout", func() { replicas[rng.IntN(3)].rpc.Set(func(f *rpcfault.Faults) { f.Hang = 2 }) }},
+		{"webhook receiver answers 500", func() {
+			hooks.setMode("500")
+			time.Sleep(2 * time.Second)
+			hooks.setMode("")
+		}},
+		{"webhook receiver hangs past WEBHOOK_TIMEOUT", func() {
+			hooks.setMode("hang")
+			time.Sleep(2 * time.Second)
+			hooks.setMode("")
+		}},
+		{"webhook receiver drops connections", func() {
+			hooks.setMode("drop")
+			time.Sleep(2 * time.Second)
+			hooks.setMode("")
+		}},
 		{"node lags behind", func() {
 			r := replicas[rng.IntN(3)]
 			at := uint64(max(iv.lastCursor()-20, 0))
@@ -331,6 +351,27 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := assertLedgerEqualsChain(t, pg.pool, info.RPCURL, info.BurnContract, uint64(cursor))
+	// The event log matches the ledger, and every event reached the
+	// receiver at least once, signed, with a stable id and body.
+	evs := auditEvents(t, pg.pool, info.ChainID)
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.id
+	}
+	for _, r := range replicas[:1] {
+		r.start(t) // one replica delivers what is left after the faults
+	}
+	waitFor(t, 2*time.Minute, "every event delivered", func() bool { return len(hooks.missing(ids)) == 0 })
+	for _, p := range hooks.problems() {
+		t.Error("webhook receiver:", p)
+	}
+	{
+		p := replicas[0].current()
+		p.signal(syscall.SIGTERM)
+		if code := p.wait(t, 15*time.Second); code != 0 {
+			t.Errorf("%s exited %d after SIGTERM", p.name, code)
+		}
+	}
 	prev := int64(-1)
 	moves := 0
 	for _, m := range committedRanges(t, pg.pool) {
@@ -373,7 +414,7 @@ func TestChaos(t *testing.T) {
 	summary, _ := json.Marshal(map[string]any{
 		"faults_seconds": duration.Seconds(), "faults_injected": total, "by_kind": injected,
 		"burns": len(rows), "two_burn_txs": twice, "committed_ranges": moves, "cursor": cursor,
-		"invariant_checks": iv.checks, "violations": len(iv.violations),
+		"invariant_checks": iv.checks, "violations": len(iv.violations), "events": len(evs),
 		"recovery_seconds": recovery.Seconds(), "goroutines_after": goroutines,
 	})
 	t.Logf("chaos summary: %s", summary)

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # make demo: a dev chain with burn traffic and two poller replicas against a
-# local Postgres, without Docker. Shows payments as they are committed
-# (poller tail); Ctrl-C stops everything.
+# local Postgres, without Docker. The chain reorganises its last blocks
+# now and then; the replicas send every payment event to a webhook receiver
+# (its log: webhook-receiver.log). Shows the events as they are committed
+# (poller tail: seen at the head, confirmed at finality, retracted by a
+# reorg); Ctrl-C stops everything.
 #   DEMO_DATABASE_URL   admin URL of the local server (default postgres://postgres@127.0.0.1:5432/postgres)
 #   DEMO_BURN_RATE      burns per second (default 3)
 set -euo pipefail
@@ -29,15 +32,24 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-./bin/devchain --addr 127.0.0.1:8545 --block-time 500ms --burn-rate "$burn_rate" >"$logs/devchain.json" 2>"$logs/devchain.log" &
+./bin/devchain --addr 127.0.0.1:8545 --block-time 500ms --burn-rate "$burn_rate" --reorg-every 15s --reorg-depth 3 \
+  >"$logs/devchain.json" 2>"$logs/devchain.log" &
 pids+=($!)
 for _ in $(seq 1 100); do [ -s "$logs/devchain.json" ] && break; sleep 0.2; done
 [ -s "$logs/devchain.json" ] || { echo "demo: devchain did not start; see $logs/devchain.log" >&2; exit 1; }
 contract=$(sed -n 's/.*"burn_contract":"\(0x[0-9a-fA-F]*\)".*/\1/p' "$logs/devchain.json")
 echo "demo: devchain at http://127.0.0.1:8545, burn contract $contract"
 
+DATABASE_URL="$db_url" LOG_FORMAT=text ./bin/poller migrate
+
+hook_secret=demo-webhook-secret-$RANDOM$RANDOM
+WEBHOOK_SECRET="$hook_secret" ./bin/webhook-receiver --addr 127.0.0.1:9000 2>"$logs/webhook-receiver.log" &
+pids+=($!)
+echo "demo: webhook receiver on http://127.0.0.1:9000, log $logs/webhook-receiver.log"
+
 for i in 1 2; do
   DATABASE_URL="$db_url" RPC_URL=http://127.0.0.1:8545 CHAIN_ID=1337 BURN_CONTRACT="$contract" \
+  WEBHOOK_URL=http://127.0.0.1:9000/burnpoller WEBHOOK_SECRET="$hook_secret" WEBHOOK_EVENTS=seen,retracted,confirmed \
   HTTP_ADDR="127.0.0.1:808$i" POLL_INTERVAL=500ms LOG_FORMAT=text \
     ./bin/poller run 2>"$logs/poller-$i.log" &
   pids+=($!)
@@ -45,6 +57,5 @@ for i in 1 2; do
 done
 echo "demo: finalized blocks come every 32 blocks (16s); payments appear as they are committed"
 
-# The live view: LISTEN on burnpoller_payments and print each payment as its
-# transaction commits.
+# The live view: every payment event, read by seq as its transaction commits.
 DATABASE_URL="$db_url" LOG_FORMAT=text ./bin/poller tail

@@ -50,12 +50,7 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, _ Config, log *slog.Logger, pool *pgxpool.Pool) int {
 		p := &eventPrinter{store: payments.NewStore(pool), w: stdout, asJSON: *asJSON, last: max(*since, 0)}
 		if *since < 0 && name == "tail" {
-			last, err := p.store.LastSeq(ctx)
-			if err != nil {
-				log.Error("reading the last event", slog.Any("err", err))
-				return exitFailure
-			}
-			p.last = last
+			p.last = -1 // from the last event when it first connects
 		}
 		if !*follow {
 			if err := p.catchUp(ctx); err != nil {
@@ -127,6 +122,13 @@ func (p *eventPrinter) follow(ctx context.Context, pool *pgxpool.Pool) error {
 	}()
 	if _, err := conn.Exec(ctx, "LISTEN "+payments.EventsChannel); err != nil {
 		return fmt.Errorf("listening on %s: %w", payments.EventsChannel, err)
+	}
+	if p.last < 0 {
+		last, err := p.store.LastSeq(ctx)
+		if err != nil {
+			return err
+		}
+		p.last = last
 	}
 	for {
 		// Listening first, then reading: nothing committed in between
