@@ -81,10 +81,10 @@ func (w *Writer) BatchBudget() time.Duration {
 // begin, lock, check continuity, fetch, validate, record, notify, advance,
 // commit.
 type RangeTx struct {
-	w      *Writer
-	tx     *payments.Tx
-	cur    payments.Cursor
-	note   payments.Notification
+	w    *Writer
+	tx   *payments.Tx
+	cur  payments.Cursor
+	note payments.Notification
 	// events are the lifecycle events the transaction records, in order;
 	// they are numbered as its last write before commit.
 	events []payments.Event
