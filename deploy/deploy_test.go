@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/burnpoller/burnpoller/poller"
+	"github.com/burnpoller/burnpoller/webhooks"
 )
 
 // knownMetrics are the names burnpoller exports.
@@ -33,6 +34,12 @@ func knownMetrics(t *testing.T) map[string]bool {
 	m.RangeLimit("e", 1)
 	m.Active("e")
 	reg.MustRegister(poller.NewQueueUsageCollector(func(context.Context) (float64, error) { return 0, nil }, time.Second))
+	// The webhook metrics, with one endpoint so that their series exist.
+	eps, err := webhooks.ParseEndpoints("https://hooks.example.com/in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhooks.New(webhooks.Config{Endpoints: eps}, nil, reg, nil)
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +277,7 @@ func TestComposeContainersAreHardened(t *testing.T) {
 			t.Errorf("service %s: read_only=%v user=%q cap_drop=%v security_opt=%v", name, svc.ReadOnly, svc.User, svc.CapDrop, svc.SecurityOpt)
 		}
 	}
-	if ours != 3 {
-		t.Fatalf("%d services run burnpoller:dev, want 3 (devchain, poller-1, poller-2)", ours)
+	if ours != 4 {
+		t.Fatalf("%d services run burnpoller:dev, want 4 (devchain, webhook-receiver, poller-1, poller-2)", ours)
 	}
 }
