@@ -39,10 +39,17 @@ ALTER DEFAULT PRIVILEGES FOR ROLE burnpoller_migrate IN SCHEMA public
 GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO burnpoller_runtime;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO burnpoller_runtime;
 
--- The schema version is the migrations' to write.
+-- The schema version is the migrations' to write. Pending payments (burns
+-- seen above the finality target) are the one table rows leave: when they
+-- are confirmed or retracted. The event log is only appended to. (Migration
+-- 6 does the same when it runs after this file.)
 DO $$
 BEGIN
     IF to_regclass('public.burnpoller_schema_version') IS NOT NULL THEN
         REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON public.burnpoller_schema_version FROM burnpoller_runtime;
+    END IF;
+    IF to_regclass('public.pending_payments') IS NOT NULL THEN
+        GRANT DELETE ON public.pending_payments TO burnpoller_runtime;
+        REVOKE UPDATE, DELETE, TRUNCATE ON public.payment_events FROM burnpoller_runtime;
     END IF;
 END $$;

@@ -129,6 +129,8 @@ func TestRuntimeRoleRunsButCannotChangeTheSchema(t *testing.T) {
 		`CREATE TABLE sneaky (x int)`,
 		`DELETE FROM payments`,
 		`TRUNCATE payments`,
+		`DELETE FROM payment_events`,
+		`UPDATE payment_events SET amount = 0`,
 		`UPDATE burnpoller_schema_version SET version = 99`,
 		`CREATE INDEX ON payments (amount)`,
 	} {

@@ -338,6 +338,10 @@ func TestDeadLettersAndRetry(t *testing.T) {
 		m, _ := testutil.CollectAndFormat(x.reg, expfmt.TypeTextPlain, "burnpoller_webhook_dead_letters")
 		return strings.Contains(string(m), fmt.Sprintf(`burnpoller_webhook_dead_letters{endpoint=%q} 2`, ep.Label))
 	})
+	// The retries run with a long max age: on a loaded machine the
+	// re-armed deliveries must not age out again before their attempt.
+	x.stop()
+	startDispatcher(t, pool, webhooks.Config{Endpoints: []webhooks.Endpoint{ep}})
 	mu.Lock()
 	up = true
 	mu.Unlock()

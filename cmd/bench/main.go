@@ -43,6 +43,8 @@ type options struct {
 	blockTime   time.Duration
 	out         string
 	pollerEnv   string
+	seen        time.Duration
+	seenOnly    bool
 }
 
 func main() {
@@ -55,6 +57,8 @@ func main() {
 	flag.Float64Var(&o.steadyRate, "steady-rate", 50, "burns per second in the steady state")
 	flag.DurationVar(&o.blockTime, "block-time", 250*time.Millisecond, "block time in the steady state")
 	flag.StringVar(&o.out, "out", "", "write the results as JSON to this file")
+	flag.DurationVar(&o.seen, "seen", 30*time.Second, "length of each head-to-seen latency run, polling and with newHeads (0 skips them)")
+	flag.BoolVar(&o.seenOnly, "seen-only", false, "run only the head-to-seen latency phase (no seeding)")
 	flag.StringVar(&o.pollerEnv, "poller-env", "", "extra environment for the replicas, comma-separated K=V (e.g. GOMEMLIMIT=40MiB)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -112,6 +116,10 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 	b := &bench{admin: o.database, bin: bin, chain: c, info: c.Info(), log: log}
 	if o.pollerEnv != "" {
 		b.extraEnv = strings.Split(o.pollerEnv, ",")
+	}
+	if o.seenOnly {
+		res.Burns = 0
+		return res, b.seenPhases(ctx, o, res)
 	}
 	log.Info("seeding", slog.Int("burns", o.burns))
 	seedStart := time.Now()
@@ -202,5 +210,24 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 		}
 		res.SteadyWS = st
 	}
+	if err := b.seenPhases(ctx, o, res); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// seenPhases measures head-to-seen latency by polling, then with newHeads.
+func (b *bench) seenPhases(ctx context.Context, o options, res *Results) error {
+	if o.seen <= 0 {
+		return nil
+	}
+	for _, ws := range []bool{false, true} {
+		s, err := b.seenLatency(ctx, o, ws)
+		if err != nil {
+			return fmt.Errorf("head to seen (newHeads %v): %w", ws, err)
+		}
+		b.log.Info("head to seen", slog.Bool("newheads", ws), slog.Float64("p50_ms", s.P50Ms), slog.Float64("p99_ms", s.P99Ms))
+		res.Seen = append(res.Seen, s)
+	}
+	return nil
 }

@@ -30,6 +30,8 @@ type Results struct {
 	// FailoverBusyMs: three replicas catching up; the busy lock holder is
 	// SIGKILLed; the time until a standby, waiting on the lock, holds it.
 	FailoverBusyMs float64 `json:"failover_under_load_ms"`
+	// Seen is head-to-seen latency, polling and with newHeads.
+	Seen []*Seen `json:"head_to_seen,omitempty"`
 }
 
 // Rate is a count over a time.

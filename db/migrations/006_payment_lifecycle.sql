@@ -69,6 +69,25 @@ COMMENT ON TABLE pending_payments IS 'Burns seen above the finality target and n
 CREATE INDEX pending_payments_block_idx ON pending_payments (chain_id, contract, block_number);
 CREATE INDEX pending_payments_digest_idx ON pending_payments (digest);
 
+-- The replicas remove pending rows. Every role that may record payments
+-- (the runtime role of db/roles.sql, whatever it is called here, which may
+-- delete nowhere else) may delete pending rows, and may not change the
+-- event log, which is only appended to. db/roles.sql does the same when it
+-- runs after this migration.
+DO $$
+DECLARE
+    writer name;
+BEGIN
+    FOR writer IN
+        SELECT rolname FROM pg_roles
+        WHERE NOT rolsuper AND rolname <> current_user
+          AND has_table_privilege(oid, 'payments', 'INSERT')
+    LOOP
+        EXECUTE format('GRANT DELETE ON pending_payments TO %I', writer);
+        EXECUTE format('REVOKE UPDATE, DELETE, TRUNCATE ON payment_events FROM %I', writer);
+    END LOOP;
+END $$;
+
 -- The head each chain's head tracking last read, for confirmations.
 CREATE TABLE chain_heads (
     chain_id     bigint      PRIMARY KEY CHECK (chain_id > 0),
