@@ -151,6 +151,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			sleep(ctx, l.cfg.PollInterval, l.beat)
 			continue
 		}
+		started := time.Now()
 		out, err := l.poll(ctx, hard)
 		l.latch.note(err)
 		var v *ViolationError
@@ -178,20 +179,27 @@ func (l *Loop) Run(ctx context.Context) error {
 			if l.cfg.Pending && ctx.Err() == nil {
 				l.trackHead(ctx, hard)
 			}
-			l.idle(ctx)
+			l.idle(ctx, started)
 		}
 	}
 	return nil
 }
 
-// idle waits POLL_INTERVAL after reaching the target, or less if a new head
-// arrives first.
-func (l *Loop) idle(ctx context.Context) {
-	if l.cfg.Wake == nil {
-		sleep(ctx, l.cfg.PollInterval, l.beat)
+// idle waits, after reaching the target, until POLL_INTERVAL after the
+// poll started (the loop looks at the chain every POLL_INTERVAL, however
+// long a poll and its head tracking took), or less if a new head arrives
+// first.
+func (l *Loop) idle(ctx context.Context, started time.Time) {
+	wait := l.cfg.PollInterval - time.Since(started)
+	if wait <= 0 {
+		l.beat.Beat()
 		return
 	}
-	t := time.NewTimer(l.cfg.PollInterval)
+	if l.cfg.Wake == nil {
+		sleep(ctx, wait, l.beat)
+		return
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

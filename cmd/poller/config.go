@@ -38,7 +38,7 @@ type Config struct {
 	CursorID         string        `envconfig:"CURSOR_ID" desc:"cursor row shared by the replicas of one group (default <chain id>:<contract>)"`
 	Finality         string        `envconfig:"FINALITY" default:"finalized" desc:"target block: finalized, safe, or latest minus CONFIRMATIONS"`
 	Confirmations    uint64        `envconfig:"CONFIRMATIONS" default:"12" desc:"blocks behind the head when FINALITY=latest (ignored otherwise)"`
-	PollInterval     time.Duration `envconfig:"POLL_INTERVAL" default:"2s" desc:"pause after reaching the target"`
+	PollInterval     time.Duration `envconfig:"POLL_INTERVAL" default:"2s" desc:"once at the target, how often the chain is looked at again (from the start of the last look)"`
 	MaxBlockRange    uint64        `envconfig:"MAX_BLOCK_RANGE" default:"2000" desc:"most blocks per eth_getLogs call and per transaction"`
 	LockWait         time.Duration `envconfig:"LOCK_WAIT" derived:"min(5s, TX_TIMEOUT/6)" desc:"how long a standby replica waits for the cursor lock before retrying (lock_timeout); below TX_TIMEOUT"`
 	TxTimeout        time.Duration `envconfig:"TX_TIMEOUT" default:"30s" desc:"bound of one range's transaction, enforced by Postgres (statement and idle-in-transaction timeouts)"`
