@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
-.PHONY: all build test test-short soak fuzz bench bench-1m bench-micro contracts demo lint compose-check clean
+.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-micro contracts demo lint compose-check clean
 
 # Each fuzz target runs this long; a crash leaves its input in the package's
 # testdata/fuzz, to be committed as a regression seed.
@@ -40,6 +40,9 @@ bench:
 
 bench-1m:
 	go run ./cmd/bench -burns 1000000 -steady 0 -out bench-1m.json
+
+bench-seen:
+	go run ./cmd/bench -seen-only -seen 30s -out bench-seen.json
 
 bench-micro:
 	go test -run '^$$' -bench . -benchtime 3s ./chain ./payments
