@@ -99,6 +99,11 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	}
 
 	if err := t.tx.LockWriters(ctx, w.cfg.ChainID, w.contracts()); err != nil {
+		if errors.Is(err, payments.ErrLockTimeout) {
+			// A backfill of the contract is recording: the next pass
+			// will do.
+			return HeadTotals{}, errHeadSkipped
+		}
 		return HeadTotals{}, err
 	}
 	t.writing = true
