@@ -53,7 +53,13 @@ func TestEventSeqIsGapFreeInCommitOrder(t *testing.T) {
 					tx.Rollback()
 					continue
 				}
-				if _, err := tx.AppendEvents(ctx, evs); err != nil {
+				// In two calls, as a writer records range after range.
+				if _, err := tx.AppendEvents(ctx, evs[:1]); err != nil {
+					failed <- err
+					return
+				}
+				time.Sleep(time.Duration(rng.IntN(2)) * time.Millisecond)
+				if _, err := tx.AppendEvents(ctx, evs[1:]); err != nil {
 					failed <- err
 					return
 				}
@@ -149,6 +155,9 @@ func TestAppendEventsSkipsRecordedIDsWithoutGaps(t *testing.T) {
 		defer tx.Rollback()
 		kinds, err := tx.AppendEvents(ctx, evs)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.NotifyEvents(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {

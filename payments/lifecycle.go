@@ -28,107 +28,125 @@ func (e Event) Payment() Payment {
 		Amount: e.Amount, BurnedAt: e.BurnedAt}
 }
 
-// AppendEvents numbers and records evs, in order, as the transaction's last
-// write before it commits, and queues the {"seq":N} notification. Events
-// whose event_id is already recorded (the same step recorded again, after a
-// failover re-recorded a range) are skipped; the others get the next seqs.
-// Taking the counter row is what orders writers by commit: another writer
-// numbering events waits here until this transaction has committed, so
-// seqs are gap-free and increase in commit order. It returns the recorded
-// events' kinds in order (their count per kind feeds the metrics).
+// AppendEvents numbers and records evs, in order. Events whose event_id is
+// already recorded (the same step recorded again, after a failover
+// re-recorded a range) are skipped; the others get the next seqs. The first
+// call takes the counter row, and the transaction holds it until it ends:
+// that is what orders writers by commit. Another writer numbering events
+// waits until this transaction has committed, so seqs are gap-free and
+// increase in commit order. Writers of one contract take turns anyway (the
+// writers' lock); writers of different contracts take turns from their
+// first event to their commit. It returns the recorded events' kinds in
+// order (their count per kind feeds the metrics). NotifyEvents, before
+// commit, tells listeners.
 func (t *Tx) AppendEvents(ctx context.Context, evs []Event) ([]string, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	n := len(evs)
-	var (
-		ids       = make([]string, n)
-		kinds     = make([]string, n)
-		chainIDs  = make([]int64, n)
-		contracts = make([]string, n)
-		txHashes  = make([]string, n)
-		indexes   = make([]int64, n)
-		numbers   = make([]int64, n)
-		hashes    = make([]string, n)
-		payers    = make([]string, n)
-		digests   = make([]string, n)
-		amounts   = make([]string, n)
-		times     = make([]time.Time, n)
-		paymentID = make([]int64, n)
-	)
+	if t.lastSeq == 0 {
+		// Another writer holds the counter for the rest of its
+		// transaction: waiting for it is bounded by this transaction's
+		// own limit, not LOCK_WAIT (meant for the cursor). A holder that
+		// froze is bounded by the server's idle-in-transaction timeout
+		// like every other lock.
+		var last int64
+		if err := t.tx.QueryRow(ctx, `
+			WITH bound AS (SELECT set_config('lock_timeout', $1, true))
+			SELECT last_seq FROM payment_event_seq, bound FOR UPDATE OF payment_event_seq`,
+			millis(t.limits.TxTimeout)).Scan(&last); err != nil {
+			return nil, fmt.Errorf("taking the event counter: %w", interpret(err))
+		}
+		t.baseSeq, t.lastSeq = last, -1
+	}
+	// Holding the counter, this transaction alone inserts events now: what
+	// is recorded already is exactly what this read finds.
+	ids := make([]string, len(evs))
 	for i, e := range evs {
+		ids[i] = e.EventID
+	}
+	rows, err := t.tx.Query(ctx, `SELECT event_id FROM payment_events WHERE event_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading recorded events: %w", interpret(err))
+	}
+	known, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("reading recorded events: %w", interpret(err))
+	}
+	skip := make(map[string]bool, len(known))
+	for _, id := range known {
+		skip[id] = true
+	}
+	n := len(evs) - len(known)
+	var (
+		seqs      = make([]int64, 0, n)
+		kinds     = make([]string, 0, n)
+		chainIDs  = make([]int64, 0, n)
+		contracts = make([]string, 0, n)
+		txHashes  = make([]string, 0, n)
+		indexes   = make([]int64, 0, n)
+		numbers   = make([]int64, 0, n)
+		hashes    = make([]string, 0, n)
+		payers    = make([]string, 0, n)
+		digests   = make([]string, 0, n)
+		amounts   = make([]string, 0, n)
+		times     = make([]time.Time, 0, n)
+		paymentID = make([]int64, 0, n)
+		eventIDs  = make([]string, 0, n)
+	)
+	next := t.baseSeq
+	for _, e := range evs {
+		if skip[e.EventID] {
+			continue
+		}
 		if e.Amount == nil || e.Amount.Sign() < 0 {
 			return nil, fmt.Errorf("event %s: amount %v is not a uint256", e.EventID, e.Amount)
 		}
-		ids[i], kinds[i], chainIDs[i], contracts[i] = e.EventID, e.Kind, int64(e.ChainID), e.Contract
-		txHashes[i], indexes[i], numbers[i], hashes[i] = e.TxHash, int64(e.LogIndex), e.BlockNumber, e.BlockHash
-		payers[i], digests[i], amounts[i], times[i], paymentID[i] = e.Payer, e.Digest, e.Amount.String(), e.BurnedAt, e.PaymentID
+		skip[e.EventID] = true // twice in evs: once
+		next++
+		seqs, eventIDs, kinds = append(seqs, next), append(eventIDs, e.EventID), append(kinds, e.Kind)
+		chainIDs, contracts, txHashes = append(chainIDs, int64(e.ChainID)), append(contracts, e.Contract), append(txHashes, e.TxHash)
+		indexes, numbers, hashes = append(indexes, int64(e.LogIndex)), append(numbers, e.BlockNumber), append(hashes, e.BlockHash)
+		payers, digests, amounts = append(payers, e.Payer), append(digests, e.Digest), append(amounts, e.Amount.String())
+		times, paymentID = append(times, e.BurnedAt), append(paymentID, e.PaymentID)
 	}
-	// The counter is held by each writer only from its numbering to its
-	// commit, but a writer of a large range holds it for a while: waiting
-	// for it is bounded by the transaction's own limit, not LOCK_WAIT
-	// (meant for the cursor). A holder that froze is bounded by the
-	// server's idle-in-transaction timeout like every other lock.
-	if _, err := t.tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, millis(t.limits.TxTimeout)); err != nil {
-		return nil, fmt.Errorf("bounding the wait for the event counter: %w", interpret(err))
-	}
-	rows, err := t.tx.Query(ctx, `
-		WITH input AS MATERIALIZED (
-			SELECT DISTINCT ON (event_id) *
-			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::int[], $7::bigint[],
-			            $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::bigint[])
-			     WITH ORDINALITY AS e(event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
-			                          block_hash, payer, digest, amount, burned_at, payment_id, ord)
-			ORDER BY event_id, ord
-		), fresh AS MATERIALIZED (
-			SELECT i.*, row_number() OVER (ORDER BY ord) AS n
-			FROM input i
-			WHERE NOT EXISTS (SELECT 1 FROM payment_events x WHERE x.event_id = i.event_id)
-		), counter AS (
-			UPDATE payment_event_seq SET last_seq = last_seq + (SELECT count(*) FROM fresh)
-			RETURNING last_seq - (SELECT count(*) FROM fresh) AS base
-		)
-		INSERT INTO payment_events (seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
-		                            block_hash, payer, digest, amount, burned_at, payment_id)
-		SELECT c.base + f.n, f.event_id, f.kind, f.chain_id, f.contract, f.tx_hash, f.log_index, f.block_number,
-		       f.block_hash, f.payer, f.digest, f.amount::numeric(78,0), f.burned_at, nullif(f.payment_id, 0)
-		FROM fresh f CROSS JOIN counter c
-		ORDER BY f.n
-		RETURNING seq, kind`,
-		ids, kinds, chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times, paymentID)
-	if err != nil {
-		return nil, fmt.Errorf("recording %d events: %w", n, interpret(err))
-	}
-	type numbered struct {
-		seq  int64
-		kind string
-	}
-	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (numbered, error) {
-		var x numbered
-		return x, r.Scan(&x.seq, &x.kind)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("recording %d events: %w", n, interpret(err))
-	}
-	if len(got) == 0 {
+	if len(seqs) == 0 {
 		return nil, nil
 	}
-	last := got[0].seq
-	out := make([]string, len(got))
-	for i, g := range got {
-		last = max(last, g.seq)
-		out[i] = g.kind
+	if _, err := t.tx.Exec(ctx, `
+		INSERT INTO payment_events (seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+		                            block_hash, payer, digest, amount, burned_at, payment_id)
+		SELECT seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+		       block_hash, payer, digest, amount::numeric(78,0), burned_at, nullif(payment_id, 0)
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::int[],
+		            $8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::bigint[])
+		     AS e(seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+		          block_hash, payer, digest, amount, burned_at, payment_id)`,
+		seqs, eventIDs, kinds, chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times, paymentID); err != nil {
+		return nil, fmt.Errorf("recording %d events: %w", len(seqs), interpret(err))
+	}
+	if _, err := t.tx.Exec(ctx, `UPDATE payment_event_seq SET last_seq = $1`, next); err != nil {
+		return nil, fmt.Errorf("advancing the event counter: %w", interpret(err))
+	}
+	t.baseSeq, t.lastSeq = next, next
+	return kinds, nil
+}
+
+// NotifyEvents queues, for commit, the {"seq":N} notification of the last
+// event the transaction recorded; nothing when it recorded none.
+func (t *Tx) NotifyEvents(ctx context.Context) error {
+	if t.lastSeq <= 0 {
+		return nil
 	}
 	payload, err := json.Marshal(struct {
 		Seq int64 `json:"seq"`
-	}{last})
+	}{t.lastSeq})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := t.tx.Exec(ctx, `SELECT pg_notify($1, $2)`, EventsChannel, string(payload)); err != nil {
-		return nil, fmt.Errorf("notifying %s: %w", EventsChannel, interpret(err))
+		return fmt.Errorf("notifying %s: %w", EventsChannel, interpret(err))
 	}
-	return out, nil
+	return nil
 }
 
 // Pending is a burn seen above the finality target.

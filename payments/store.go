@@ -265,6 +265,10 @@ type Limits struct {
 type Tx struct {
 	tx     pgx.Tx
 	limits Limits
+	// lastSeq is the last event seq the transaction recorded; -1 once it
+	// holds the event counter without having numbered one; 0 before.
+	// baseSeq is the counter's value as the transaction last left it.
+	lastSeq, baseSeq int64
 }
 
 // Begin opens a transaction with limits applied to it alone.

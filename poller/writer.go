@@ -85,8 +85,8 @@ type RangeTx struct {
 	tx   *payments.Tx
 	cur  payments.Cursor
 	note payments.Notification
-	// events are the lifecycle events the transaction records, in order;
-	// they are numbered as its last write before commit.
+	// events are the lifecycle events gathered and not yet recorded (one
+	// range's at most), in order.
 	events []payments.Event
 	totals Totals
 	used   bool
@@ -187,29 +187,42 @@ func (w *Writer) contracts() []string { return []string{lowerHex(w.cfg.Contract)
 // Cursor is the cursor as the transaction locked it.
 func (t *RangeTx) Cursor() payments.Cursor { return t.cur }
 
-// Commit numbers the transaction's events, notifies listeners of them and
-// of the payments it inserted, and commits; the totals count in the metrics
-// only once it has. Numbering the events is the last write: it waits for
-// any other writer numbering events to commit first.
+// Commit records the transaction's remaining events, notifies listeners of
+// them and of the payments it inserted, and commits; the totals count in
+// the metrics only once it has.
 func (t *RangeTx) Commit(ctx context.Context) (Totals, error) {
 	if err := t.tx.Notify(ctx, t.note); err != nil {
 		return Totals{}, err
 	}
-	kinds, err := t.tx.AppendEvents(ctx, t.events)
-	if err != nil {
+	if err := t.flushEvents(ctx); err != nil {
 		return Totals{}, err
 	}
-	for _, k := range kinds {
-		if t.totals.Events == nil {
-			t.totals.Events = map[string]int{}
-		}
-		t.totals.Events[k]++
+	if err := t.tx.NotifyEvents(ctx); err != nil {
+		return Totals{}, err
 	}
 	if err := t.tx.Commit(ctx); err != nil {
 		return Totals{}, err
 	}
 	t.w.metrics.committed(t.totals)
 	return t.totals, nil
+}
+
+// flushEvents numbers and records the events gathered so far (a range's),
+// so that a transaction holds at most one range's events in memory. The
+// first flush takes the event counter until the transaction ends.
+func (t *RangeTx) flushEvents(ctx context.Context) error {
+	kinds, err := t.tx.AppendEvents(ctx, t.events)
+	if err != nil {
+		return err
+	}
+	t.events = t.events[:0]
+	for _, k := range kinds {
+		if t.totals.Events == nil {
+			t.totals.Events = map[string]int{}
+		}
+		t.totals.Events[k]++
+	}
+	return nil
 }
 
 // Rollback ends the transaction without writing; it is safe after Commit.
@@ -407,6 +420,9 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range) (recorded, error) {
 	t.note.Add(ins)
 	for _, p := range ins {
 		t.events = append(t.events, payments.EventFor(payments.KindConfirmed, p.Payment, p.ID))
+	}
+	if err := t.flushEvents(ctx); err != nil {
+		return recorded{}, err
 	}
 	return recorded{logs: len(r.Burns), rejected: len(r.Rejected), inserted: int64(len(ins)), duplicates: int64(len(ps) - len(ins))}, nil
 }
