@@ -43,20 +43,8 @@ func (t *Tx) AppendEvents(ctx context.Context, evs []Event) ([]string, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	if t.lastSeq == 0 {
-		// Another writer holds the counter for the rest of its
-		// transaction: waiting for it is bounded by this transaction's
-		// own limit, not LOCK_WAIT (meant for the cursor). A holder that
-		// froze is bounded by the server's idle-in-transaction timeout
-		// like every other lock.
-		var last int64
-		if err := t.tx.QueryRow(ctx, `
-			WITH bound AS (SELECT set_config('lock_timeout', $1, true))
-			SELECT last_seq FROM payment_event_seq, bound FOR UPDATE OF payment_event_seq`,
-			millis(t.limits.TxTimeout)).Scan(&last); err != nil {
-			return nil, fmt.Errorf("taking the event counter: %w", interpret(err))
-		}
-		t.baseSeq, t.lastSeq = last, -1
+	if err := t.holdEventCounter(ctx); err != nil {
+		return nil, err
 	}
 	// Holding the counter, this transaction alone inserts events now: what
 	// is recorded already is exactly what this read finds.
@@ -129,6 +117,26 @@ func (t *Tx) AppendEvents(ctx context.Context, evs []Event) ([]string, error) {
 	}
 	t.baseSeq, t.lastSeq = next, next
 	return kinds, nil
+}
+
+// holdEventCounter takes the event counter for the rest of the
+// transaction, once. Another writer holds it for the rest of its
+// transaction: waiting for it is bounded by this transaction's own limit,
+// not LOCK_WAIT (meant for the cursor). A holder that froze is bounded by
+// the server's idle-in-transaction timeout like every other lock.
+func (t *Tx) holdEventCounter(ctx context.Context) error {
+	if t.lastSeq != 0 {
+		return nil
+	}
+	var last int64
+	if err := t.tx.QueryRow(ctx, `
+		WITH bound AS (SELECT set_config('lock_timeout', $1, true))
+		SELECT last_seq FROM payment_event_seq, bound FOR UPDATE OF payment_event_seq`,
+		millis(t.limits.TxTimeout)).Scan(&last); err != nil {
+		return fmt.Errorf("taking the event counter: %w", interpret(err))
+	}
+	t.baseSeq, t.lastSeq = last, -1
+	return nil
 }
 
 // NotifyEvents queues, for commit, the {"seq":N} notification of the last

@@ -315,12 +315,16 @@ type Inserted struct {
 
 // InsertPayments inserts ps in one statement, skipping any whose
 // (chain_id, tx_hash, log_index) is already recorded (and not orphaned),
-// and returns the ones it
-// inserted, with their ids, in id order. It is the only way a payment enters
-// the ledger.
+// records each inserted payment's confirmed event in the same statement
+// (numbered after the transaction's earlier events, in chain order), and
+// returns the ones it inserted, with their ids, in id order. It is the only
+// way a payment enters the ledger, so no payment goes without its event.
 func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
 	if len(ps) == 0 {
 		return nil, nil
+	}
+	if err := t.holdEventCounter(ctx); err != nil {
+		return nil, err
 	}
 	var (
 		chainIDs  = make([]int64, len(ps))
@@ -355,36 +359,62 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 		times[i] = p.BurnedAt
 		byKey[paymentKey{p.TxHash, p.LogIndex}] = i
 	}
+	// The confirmed events are built from the inserted rows themselves;
+	// an event already recorded (a burn confirmed at this position before,
+	// its payment since orphaned) is skipped without using a seq.
 	rows, err := t.tx.Query(ctx, `
-		INSERT INTO payments (chain_id, contract, tx_hash, log_index, block_number, block_hash,
-		                      payer, digest, amount, burned_at)
-		SELECT chain_id, contract, tx_hash, log_index, block_number, block_hash,
-		       payer, digest, amount::numeric(78,0), burned_at
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[],
-		            $7::text[], $8::text[], $9::text[], $10::timestamptz[])
-		     AS p(chain_id, contract, tx_hash, log_index, block_number, block_hash,
-		          payer, digest, amount, burned_at)
-		ON CONFLICT (chain_id, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING
-		RETURNING id, tx_hash, log_index`,
-		chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times)
+		WITH ins AS (
+			INSERT INTO payments (chain_id, contract, tx_hash, log_index, block_number, block_hash,
+			                      payer, digest, amount, burned_at)
+			SELECT chain_id, contract, tx_hash, log_index, block_number, block_hash,
+			       payer, digest, amount::numeric(78,0), burned_at
+			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[],
+			            $7::text[], $8::text[], $9::text[], $10::timestamptz[])
+			     AS p(chain_id, contract, tx_hash, log_index, block_number, block_hash,
+			          payer, digest, amount, burned_at)
+			ON CONFLICT (chain_id, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING
+			RETURNING id, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at
+		), confirmed AS (
+			SELECT i.*, i.chain_id || ':' || i.tx_hash || ':' || i.log_index || ':confirmed:' || i.block_hash AS event_id
+			FROM ins i
+		), ev AS (
+			INSERT INTO payment_events (seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+			                            block_hash, payer, digest, amount, burned_at, payment_id)
+			SELECT $11 + row_number() OVER (ORDER BY c.block_number, c.log_index, c.id), c.event_id, 'confirmed',
+			       c.chain_id, c.contract, c.tx_hash, c.log_index, c.block_number, c.block_hash, c.payer, c.digest,
+			       c.amount, c.burned_at, c.id
+			FROM confirmed c
+			WHERE NOT EXISTS (SELECT 1 FROM payment_events x WHERE x.event_id = c.event_id)
+			RETURNING seq
+		), counter AS (
+			UPDATE payment_event_seq SET last_seq = $11 + (SELECT count(*) FROM ev) RETURNING last_seq
+		)
+		SELECT ins.id, ins.tx_hash, ins.log_index, (SELECT last_seq FROM counter) FROM ins`,
+		chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times, t.baseSeq)
 	if err != nil {
 		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
 	}
 	defer rows.Close()
-	var inserted []Inserted
+	var (
+		inserted []Inserted
+		last     int64
+	)
 	for rows.Next() {
 		var (
 			id    int64
 			tx    string
 			index uint32
 		)
-		if err := rows.Scan(&id, &tx, &index); err != nil {
+		if err := rows.Scan(&id, &tx, &index, &last); err != nil {
 			return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
 		}
 		inserted = append(inserted, Inserted{ID: id, Payment: ps[byKey[paymentKey{tx, index}]]})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
+	}
+	if last > t.baseSeq {
+		t.baseSeq, t.lastSeq = last, last
 	}
 	slices.SortFunc(inserted, func(a, b Inserted) int { return cmp.Compare(a.ID, b.ID) })
 	return inserted, nil

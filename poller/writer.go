@@ -217,12 +217,19 @@ func (t *RangeTx) flushEvents(ctx context.Context) error {
 	}
 	t.events = t.events[:0]
 	for _, k := range kinds {
-		if t.totals.Events == nil {
-			t.totals.Events = map[string]int{}
-		}
-		t.totals.Events[k]++
+		t.countEvents(k, 1)
 	}
 	return nil
+}
+
+func (t *RangeTx) countEvents(kind string, n int) {
+	if n == 0 {
+		return
+	}
+	if t.totals.Events == nil {
+		t.totals.Events = map[string]int{}
+	}
+	t.totals.Events[kind] += n
 }
 
 // Rollback ends the transaction without writing; it is safe after Commit.
@@ -408,6 +415,11 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range) (recorded, error) {
 				slog.Uint64("block", rj.Log.BlockNumber), slog.String("reason", rj.Reason))
 		}
 	}
+	// The retractions first, then the confirmed events InsertPayments
+	// records with the payments.
+	if err := t.flushEvents(ctx); err != nil {
+		return recorded{}, err
+	}
 	ins, err := t.tx.InsertPayments(ctx, ps)
 	if err != nil {
 		return recorded{}, err
@@ -418,12 +430,7 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range) (recorded, error) {
 		return recorded{}, err
 	}
 	t.note.Add(ins)
-	for _, p := range ins {
-		t.events = append(t.events, payments.EventFor(payments.KindConfirmed, p.Payment, p.ID))
-	}
-	if err := t.flushEvents(ctx); err != nil {
-		return recorded{}, err
-	}
+	t.countEvents(payments.KindConfirmed, len(ins)) // recorded with the payments
 	return recorded{logs: len(r.Burns), rejected: len(r.Rejected), inserted: int64(len(ins)), duplicates: int64(len(ps) - len(ins))}, nil
 }
 
