@@ -2,9 +2,9 @@
 -- event per lifecycle step (payment_events), numbered in commit order.
 --
 -- payment_events.seq is gap-free and strictly increasing in COMMIT order
--- across every writer: a writer takes the one row of payment_event_seq as
--- the last step before its commit, so a second writer waits for the first
--- to commit before it numbers its events. A reader repeating
+-- across every writer: a writer takes the one row of payment_event_seq
+-- before its first event and holds it until it commits, so a second writer
+-- waits for the first to commit before it numbers its events. A reader repeating
 -- SELECT ... WHERE seq > $last ORDER BY seq therefore never misses one.
 
 CREATE TABLE payment_event_seq (
