@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,13 +11,6 @@ import (
 
 	"github.com/burnpoller/burnpoller/payments"
 )
-
-// randomHexBytes returns n random bytes as 0x-prefixed hex.
-func randomHexBytes(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return "0x" + hex.EncodeToString(b)
-}
 
 // printedEvents parses `poller events --json` output.
 func printedEvents(t *testing.T, out string) []payments.Event {

@@ -306,9 +306,7 @@ func TestEventsAreGapFreeUnderConcurrentWriters(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	// What the reader did not get before it stopped, it gets now.
-	for _, e := range all[len(read):] {
-		read = append(read, e)
-	}
+	read = append(read, all[len(read):]...)
 	seen := map[string]bool{}
 	for i, e := range read {
 		if e.seq != all[i].seq || e.id != all[i].id {
