@@ -392,7 +392,7 @@ func (d *Dispatcher) attempt(ctx context.Context, e Endpoint, c claimed, ev paym
 		// Shutting down mid-attempt: hand the delivery back at once
 		// rather than at the end of the lease (it may have arrived; the
 		// next attempt carries the same id).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_, _ = d.pool.Exec(rctx, `UPDATE webhook_deliveries SET next_attempt_at = now()
 			WHERE endpoint = $1 AND seq = $2 AND attempts = $3 AND delivered_at IS NULL`, e.Label, c.seq, c.attempts)

@@ -225,7 +225,7 @@ func deliveryRows(t *testing.T, pool *pgxpool.Pool) map[int64]string {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -391,7 +391,9 @@ func TestReplicasShareDeliveriesAndSurviveAStop(t *testing.T) {
 		return http.StatusOK
 	})
 	ep := endpoint(t, r.listen("127.0.0.1:0"))
-	cfg := webhooks.Config{Endpoints: []webhooks.Endpoint{ep}, Timeout: 20 * time.Second, Lease: time.Hour}
+	// The stopped replica hands its delivery back; should that fail on a
+	// loaded machine, its lease (20 s + 3 s) runs out and another takes it.
+	cfg := webhooks.Config{Endpoints: []webhooks.Endpoint{ep}, Timeout: 20 * time.Second, Lease: 3 * time.Second}
 	a := startDispatcher(t, pool, cfg)
 	b := startDispatcher(t, pool, cfg)
 	evs := addEvents(t, pool, 40)
