@@ -4,6 +4,7 @@ import (
 	"math/big"
 	"testing"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 
 	"github.com/burnpoller/burnpoller/chain"
@@ -29,7 +30,7 @@ func BenchmarkValidateLogs(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := chain.ValidateLogs(logs, contract, 10, 20); err != nil {
+		if _, _, err := chain.ValidateLogs(logs, []common.Address{contract}, 10, 20); err != nil {
 			b.Fatal(err)
 		}
 	}

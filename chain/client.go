@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -49,6 +50,8 @@ type Header struct {
 	Hash       common.Hash
 	ParentHash common.Hash
 	Time       uint64
+	// Bloom is the block's logsBloom (zero when the node sent none).
+	Bloom types.Bloom
 }
 
 // The results an Observer sees besides the error classes.
@@ -90,6 +93,9 @@ type Options struct {
 	HeaderBatch int
 	// MaxResponseBytes caps one reply body; zero means MaxResponseBytes.
 	MaxResponseBytes int64
+	// VerifyReceipts confirms every log of a range in its transaction's
+	// receipt before the range is returned (VERIFY_RECEIPTS).
+	VerifyReceipts bool
 }
 
 // Client is a JSON-RPC client for one node endpoint. It is safe for
@@ -105,6 +111,9 @@ type Client struct {
 	mu      sync.Mutex
 	rpc     *rpc.Client // nil until a WebSocket endpoint is first dialled
 	closed  bool
+	// noBlockReceipts is set once the node showed it has no usable
+	// eth_getBlockReceipts: receipts are then read per transaction.
+	noBlockReceipts atomic.Bool
 }
 
 // errClosed is the error of a call on a closed Client.
@@ -307,21 +316,33 @@ type Range struct {
 	From, To Header
 	Burns    []Burn
 	Rejected []Rejected
+	// Hidden is how many of the logs came from receipts, not from the
+	// eth_getLogs reply, which had left them out.
+	Hidden int
 }
 
-// BurnRange fetches the burn logs of contract in [from, to] with, in the same
-// JSON-RPC batch, the headers of blocks from and to, then the headers of
+// BurnRange fetches the burn logs of contracts in [from, to] with, in the
+// same JSON-RPC batch, the headers of blocks from and to, then the headers of
 // every other block holding a log, and validates the reply: each log must be
-// a LogBurnWithDigest from contract inside the range and carry its block's
-// canonical hash. An inconsistent reply gives an error of ClassBadReply.
-func (c *Client) BurnRange(ctx context.Context, contract common.Address, from, to uint64) (Range, error) {
+// a LogBurnWithDigest from one of contracts inside the range and carry its
+// block's canonical hash. Then receipts confirm it (Options.VerifyReceipts)
+// and resolve the blocks whose bloom holds a burn the reply lacks. An
+// inconsistent reply gives an error of ClassBadReply.
+func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from, to uint64) (Range, error) {
 	if from > to {
 		return Range{}, fmt.Errorf("empty range [%d, %d]", from, to)
+	}
+	if len(contracts) == 0 {
+		return Range{}, errors.New("no contract to read")
+	}
+	var address any = contracts
+	if len(contracts) == 1 {
+		address = contracts[0]
 	}
 	filter := map[string]any{
 		"fromBlock": hexutil.Uint64(from),
 		"toBlock":   hexutil.Uint64(to),
-		"address":   contract,
+		"address":   address,
 		"topics":    [][]common.Hash{{BurnTopic}},
 	}
 	var (
@@ -347,7 +368,7 @@ func (c *Client) BurnRange(ctx context.Context, contract common.Address, from, t
 		}
 		canonical[h.want] = hdr
 	}
-	burns, rejected, err := ValidateLogs(logs, contract, from, to)
+	burns, rejected, err := ValidateLogs(logs, contracts, from, to)
 	if err != nil {
 		return Range{}, c.badReply("eth_getLogs", err)
 	}
@@ -373,7 +394,11 @@ func (c *Client) BurnRange(ctx context.Context, contract common.Address, from, t
 				ErrBadReply, l.TxHash.Hex(), l.Index, l.BlockHash.Hex(), l.BlockNumber, h.Hash.Hex()))
 		}
 	}
-	return Range{From: canonical[from], To: canonical[to], Burns: burns, Rejected: rejected}, nil
+	r := Range{From: canonical[from], To: canonical[to], Burns: burns, Rejected: rejected}
+	if err := c.crossCheck(ctx, &r, logs, contracts, canonical, c.opts.VerifyReceipts); err != nil {
+		return Range{}, err
+	}
+	return r, nil
 }
 
 // headers fetches the canonical headers of blocks ns, in batches.
@@ -478,6 +503,7 @@ type rpcHeader struct {
 	Hash       *common.Hash    `json:"hash"`
 	ParentHash *common.Hash    `json:"parentHash"`
 	Timestamp  *hexutil.Uint64 `json:"timestamp"`
+	LogsBloom  *types.Bloom    `json:"logsBloom"`
 }
 
 func (h *rpcHeader) toHeader() (Header, error) {
@@ -491,7 +517,11 @@ func (h *rpcHeader) toHeader() (Header, error) {
 	if *h.Hash == (common.Hash{}) {
 		return Header{}, fmt.Errorf("%w: block %s has a zero hash", ErrBadReply, n)
 	}
-	return Header{Number: n.Uint64(), Hash: *h.Hash, ParentHash: *h.ParentHash, Time: uint64(*h.Timestamp)}, nil
+	hdr := Header{Number: n.Uint64(), Hash: *h.Hash, ParentHash: *h.ParentHash, Time: uint64(*h.Timestamp)}
+	if h.LogsBloom != nil {
+		hdr.Bloom = *h.LogsBloom
+	}
+	return hdr, nil
 }
 
 // checked converts a header fetched by number, which must exist and be that block.

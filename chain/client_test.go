@@ -121,7 +121,7 @@ func TestBurnRangeFetchesLogsAndHeadersInOneBatch(t *testing.T) {
 	t.Parallel()
 	logs := []types.Log{burnLog(10, 1, 0, big.NewInt(5), 1), burnLog(12, 2, 0, maxUint256(), 2), burnLog(20, 3, 4, big.NewInt(9), 3)}
 	c, f := startFake(t, chainOf(logs))
-	r, err := c.BurnRange(context.Background(), contract, 10, 20)
+	r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestBurnRangeRejectsInconsistentReplies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _ := startFake(t, tt.handle)
-			if _, err := c.BurnRange(context.Background(), contract, 10, 20); !errors.Is(err, tt.wantErr) {
+			if _, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20); !errors.Is(err, tt.wantErr) {
 				t.Fatalf("BurnRange = %v, want %v", err, tt.wantErr)
 			}
 		})
@@ -272,7 +272,7 @@ func TestObserverSeesEachMethodAndClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.BurnRange(context.Background(), contract, 1, 2); err != nil {
+	if _, err := c.BurnRange(context.Background(), []common.Address{contract}, 1, 2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.ChainID(context.Background()); err == nil {

@@ -24,6 +24,10 @@ var (
 	ErrRangeAtOneBlock = errors.New("eth_getLogs refused even for a single block")
 	// ErrNoEndpoint means no endpoint has answered with the right chain id yet.
 	ErrNoEndpoint = errors.New("no endpoint verified yet")
+	// ErrHistoryUnavailable means no endpoint serves a block range any more
+	// (each one that was asked said its history is pruned): an archive
+	// endpoint is needed.
+	ErrHistoryUnavailable = errors.New("no endpoint serves this history; an archive endpoint is needed")
 )
 
 // EndpointsObserver receives what the endpoint set sees, beyond single calls.
@@ -54,6 +58,10 @@ type EndpointsConfig struct {
 	// Now is the clock of cool-downs and cached readiness; nil means
 	// time.Now (tests set their own).
 	Now func() time.Time
+	// Quorum is how many distinct endpoints must give the same target and
+	// the same burns for a range before it is returned (RPC_QUORUM); 0 or 1
+	// trusts the serving endpoint alone.
+	Quorum int
 }
 
 // Endpoints is the set of node endpoints of one chain (RPC_URL may list
@@ -77,6 +85,12 @@ type Endpoints struct {
 	// learned from the chain (the same whichever endpoint serves).
 	density        uint64
 	densityLearned bool
+	// gap is the first block no endpoint serves (each asked said pruned),
+	// or -1; it clears once a range from there is read.
+	gap int64
+	// quorumWait is set while fewer endpoints answer than the quorum
+	// needs; quorumSplit while they disagree on a range. Readiness says so.
+	quorumWait, quorumSplit error
 }
 
 type endpoint struct {
@@ -88,6 +102,9 @@ type endpoint struct {
 	downUntil time.Time
 	lastClass Class // of the last failed call, "" after a success
 	stuck     bool  // refused a one-block range
+	// prunedTo is the last block of a range the endpoint refused as pruned
+	// history: it is not asked for ranges starting at or below it. -1: none.
+	prunedTo int64
 }
 
 // Target is the finality target as the serving endpoint proves it.
@@ -118,9 +135,9 @@ func NewEndpoints(clients []*Client, cfg EndpointsConfig, obs EndpointsObserver,
 		cfg.Now = time.Now
 	}
 	// Density is unknown at first: start small, and double while sparse.
-	e := &Endpoints{cfg: cfg, obs: obs, log: log, highest: -1, density: min(cfg.MaxRange, 16)}
+	e := &Endpoints{cfg: cfg, obs: obs, log: log, highest: -1, density: min(cfg.MaxRange, 16), gap: -1}
 	for _, c := range clients {
-		e.eps = append(e.eps, &endpoint{c: c, limit: cfg.MaxRange})
+		e.eps = append(e.eps, &endpoint{c: c, limit: cfg.MaxRange, prunedTo: -1})
 	}
 	return e
 }
@@ -238,6 +255,9 @@ func (e *Endpoints) ProbeFinality(ctx context.Context) error {
 // behind the highest target seen is lagging: another endpoint takes over if
 // one is ahead; if none is, Target returns what the best of them can prove.
 func (e *Endpoints) Target(ctx context.Context) (Target, error) {
+	if e.cfg.Quorum > 1 {
+		return e.quorumTarget(ctx)
+	}
 	var (
 		tried   []*endpoint
 		lastErr error
@@ -309,7 +329,7 @@ func (e *Endpoints) activate(ep *endpoint) {
 	}
 }
 
-// BurnRange fetches the burns of contract from block from up to at most
+// BurnRange fetches the burns of contracts from block from up to at most
 // maxTo from a usable endpoint, chosen as Target chooses: the serving one
 // unless it is cooling down after a failure, else the next; never one on
 // another chain, and each one's chain id checked before its first use. The
@@ -317,29 +337,78 @@ func (e *Endpoints) activate(ep *endpoint) {
 // learned range limit. A "range too large" reply shrinks the range to the
 // provider's suggestion when smaller, else halves it, and tries again at
 // once; the limit learned grows back slowly after successes. A refusal at a
-// single block gives ErrRangeAtOneBlock. Any other failure is returned and
-// hands over: the next call goes to the next endpoint. The range is not
-// asked elsewhere within the call: the caller retries it, after asking for
-// a target again, which the endpoint taking over then proves.
-func (e *Endpoints) BurnRange(ctx context.Context, contract common.Address, from, maxTo uint64) (Range, error) {
+// single block gives ErrRangeAtOneBlock. An endpoint that says it no longer
+// serves the blocks (pruned history) is passed over for them and the next is
+// asked at once; when none serves them, the error wraps
+// ErrHistoryUnavailable. Any other failure is returned and hands over: the
+// next call goes to the next endpoint. The range is not asked elsewhere
+// within the call: the caller retries it, after asking for a target again,
+// which the endpoint taking over then proves. With a quorum, k endpoints
+// must give the same range (see quorumRange).
+func (e *Endpoints) BurnRange(ctx context.Context, contracts []common.Address, from, maxTo uint64) (Range, error) {
 	if from > maxTo {
 		return Range{}, fmt.Errorf("empty range [%d, %d]", from, maxTo)
 	}
-	ep, _, err := e.pick(ctx, nil)
-	if err != nil {
-		return Range{}, err
+	if e.cfg.Quorum > 1 {
+		return e.quorumRange(ctx, contracts, from, maxTo)
 	}
-	r, err := e.burnRange(ctx, ep, contract, from, maxTo)
-	if err != nil {
-		return Range{}, err
+	var tried []*endpoint
+	for {
+		ep, _, err := e.pick(ctx, append(tried, e.prunedFor(from)...))
+		if err != nil {
+			if e.anyPrunedFor(from) {
+				return Range{}, e.historyGap(from, err)
+			}
+			return Range{}, err
+		}
+		r, err := e.burnRange(ctx, ep, contracts, from, maxTo)
+		if ClassOf(err) == ClassPruned {
+			tried = append(tried, ep)
+			continue
+		}
+		if err != nil {
+			return Range{}, err
+		}
+		e.mu.Lock()
+		e.activate(ep)
+		e.gap = -1
+		e.mu.Unlock()
+		return r, nil
 	}
-	e.mu.Lock()
-	e.activate(ep)
-	e.mu.Unlock()
-	return r, nil
 }
 
-func (e *Endpoints) burnRange(ctx context.Context, ep *endpoint, contract common.Address, from, maxTo uint64) (Range, error) {
+// prunedFor returns the endpoints that refused block from as pruned history.
+func (e *Endpoints) prunedFor(from uint64) []*endpoint {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []*endpoint
+	for _, ep := range e.eps {
+		if ep.prunedTo >= 0 && uint64(ep.prunedTo) >= from {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
+func (e *Endpoints) anyPrunedFor(from uint64) bool { return len(e.prunedFor(from)) > 0 }
+
+// historyGap is the error when no endpoint serves block from; it is logged
+// once per block and readiness reports it.
+func (e *Endpoints) historyGap(from uint64, last error) error {
+	e.mu.Lock()
+	first := e.gap != int64(from)
+	e.gap = int64(from)
+	e.mu.Unlock()
+	err := &Error{Class: ClassPruned, Endpoint: e.String(), Method: "eth_getLogs",
+		Err: fmt.Errorf("block %d: %w (every endpoint of RPC_URL that was asked has pruned it; add an archive endpoint to RPC_URL): %w", from, ErrHistoryUnavailable, last)}
+	if first {
+		e.log.Error("no endpoint serves this block's history any more; the cursor cannot advance until RPC_URL lists an archive endpoint",
+			slog.Uint64("block", from), slog.Any("err", last))
+	}
+	return err
+}
+
+func (e *Endpoints) burnRange(ctx context.Context, ep *endpoint, contracts []common.Address, from, maxTo uint64) (Range, error) {
 	e.mu.Lock()
 	limit := min(ep.limit, e.density)
 	e.mu.Unlock()
@@ -348,13 +417,22 @@ func (e *Endpoints) burnRange(ctx context.Context, ep *endpoint, contract common
 		to = from + limit - 1
 	}
 	for {
-		r, err := ep.c.BurnRange(ctx, contract, from, to)
+		r, err := ep.c.BurnRange(ctx, contracts, from, to)
 		if err == nil {
 			e.succeed(ep)
 			e.learnDensity(to-from+1, len(r.Burns)+len(r.Rejected))
 			return r, nil
 		}
 		var rpcErr *Error
+		if errors.As(err, &rpcErr) && rpcErr.Class == ClassPruned && ctx.Err() == nil {
+			// The endpoint is fine for newer blocks: no cool-down.
+			e.mu.Lock()
+			ep.prunedTo = max(ep.prunedTo, int64(to))
+			e.mu.Unlock()
+			e.log.Warn("endpoint no longer serves these blocks (pruned history); asking another", slog.String("endpoint", ep.c.String()),
+				slog.Uint64("from", from), slog.Uint64("to", to), slog.Any("err", err))
+			return Range{}, err
+		}
 		if !errors.As(err, &rpcErr) || rpcErr.Class != ClassRangeLimit {
 			e.fail(ctx, ep, err)
 			return Range{}, err
@@ -603,8 +681,15 @@ func (e *Endpoints) Health(ctx context.Context) error {
 	ep := e.eps[e.cur]
 	class, stuck := ep.lastClass, ep.stuck
 	cached, at := e.health, e.healthAt
+	gap, quorumWait, quorumSplit := e.gap, e.quorumWait, e.quorumSplit
 	e.mu.Unlock()
 	switch {
+	case gap >= 0:
+		return fmt.Errorf("history not served: block %d needs an archive endpoint", gap)
+	case quorumWait != nil:
+		return quorumWait
+	case quorumSplit != nil:
+		return quorumSplit
 	case stuck:
 		return errors.New("eth_getLogs refused for a single block")
 	case class == ClassPermanent:

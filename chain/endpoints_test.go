@@ -298,7 +298,7 @@ func TestFailingEndpointHandsOver(t *testing.T) {
 		t.Fatalf("Target = %+v, want b's 96", got)
 	}
 	// The burn range comes from the endpoint that gave the target.
-	if _, err := e.BurnRange(ctx, contract, 90, 96); err != nil {
+	if _, err := e.BurnRange(ctx, []common.Address{contract}, 90, 96); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(b.requested()); n != 1 {
@@ -343,7 +343,7 @@ func TestAdaptiveRange(t *testing.T) {
 			if _, err := e.Target(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			r, err := e.BurnRange(context.Background(), contract, 0, 500)
+			r, err := e.BurnRange(context.Background(), []common.Address{contract}, 0, 500)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -354,7 +354,7 @@ func TestAdaptiveRange(t *testing.T) {
 				t.Fatalf("asked %v, want %v", got, tt.wantSpans)
 			}
 			// The limit is remembered: the next range starts at the learned size.
-			if _, err := e.BurnRange(context.Background(), contract, tt.wantTo+1, 500); err != nil {
+			if _, err := e.BurnRange(context.Background(), []common.Address{contract}, tt.wantTo+1, 500); err != nil {
 				t.Fatal(err)
 			}
 			spans := n.requested()
@@ -381,7 +381,7 @@ func TestRangeLimitGrowsBackSlowly(t *testing.T) {
 	}
 	next := uint64(0)
 	call := func() uint64 {
-		r, err := e.BurnRange(ctx, contract, next, 100000)
+		r, err := e.BurnRange(ctx, []common.Address{contract}, next, 100000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,7 +411,7 @@ func TestRangeRefusedAtOneBlock(t *testing.T) {
 	if _, err := e.Target(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.BurnRange(ctx, contract, 10, 100)
+	_, err := e.BurnRange(ctx, []common.Address{contract}, 10, 100)
 	if !errors.Is(err, chain.ErrRangeAtOneBlock) {
 		t.Fatalf("BurnRange = %v, want ErrRangeAtOneBlock", err)
 	}
@@ -492,7 +492,7 @@ func TestHealthyLaggingEndpointBeatsACoolingOne(t *testing.T) {
 	}
 	// a fails its logs; b is a block behind.
 	a.set(func(n *scriptedNode) { n.failing = true })
-	if _, err := e.BurnRange(ctx, contract, 90, 100); err == nil {
+	if _, err := e.BurnRange(ctx, []common.Address{contract}, 90, 100); err == nil {
 		t.Fatal("a's failure did not surface")
 	}
 	a.set(func(n *scriptedNode) { n.failing = false })
@@ -504,7 +504,7 @@ func TestHealthyLaggingEndpointBeatsACoolingOne(t *testing.T) {
 	if got.Block != 99 {
 		t.Fatalf("Target = %+v, want b's 99 rather than the cooling a", got)
 	}
-	if _, err := e.BurnRange(ctx, contract, 90, 99); err != nil {
+	if _, err := e.BurnRange(ctx, []common.Address{contract}, 90, 99); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(b.requested()); n != 1 {
@@ -528,7 +528,7 @@ func TestRangesFollowLogDensity(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The density is unknown: the first range asks 16 blocks.
-	r, err := e.BurnRange(ctx, contract, 0, 100000)
+	r, err := e.BurnRange(ctx, []common.Address{contract}, 0, 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +536,7 @@ func TestRangesFollowLogDensity(t *testing.T) {
 		t.Fatalf("first range: %d logs, want 1600", len(r.Burns))
 	}
 	// Then 5 blocks a range: 500 logs.
-	r, err = e.BurnRange(ctx, contract, r.To.Number+1, 100000)
+	r, err = e.BurnRange(ctx, []common.Address{contract}, r.To.Number+1, 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +548,7 @@ func TestRangesFollowLogDensity(t *testing.T) {
 	var spans []uint64
 	next := r.To.Number + 1
 	for range 10 {
-		r, err = e.BurnRange(ctx, contract, next, 100000)
+		r, err = e.BurnRange(ctx, []common.Address{contract}, next, 100000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -576,7 +576,7 @@ func TestReplyOverTheSizeCapNarrowsTheRange(t *testing.T) {
 			if _, err := e.Target(ctx); err != nil {
 				t.Fatal(err)
 			}
-			r, err := e.BurnRange(ctx, contract, 0, 100000)
+			r, err := e.BurnRange(ctx, []common.Address{contract}, 0, 100000)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -611,7 +611,7 @@ func TestDensityHintFromTheLedger(t *testing.T) {
 	if _, err := e.Target(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, err := e.BurnRange(ctx, contract, 0, 100000)
+	r, err := e.BurnRange(ctx, []common.Address{contract}, 0, 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -643,7 +643,7 @@ func TestBurnRangeAndHeaderUseAVerifiedEndpoint(t *testing.T) {
 			tt.bad(a)
 			e, _, _ := newEndpoints(t, chain.EndpointsConfig{}, a, b)
 			ctx := context.Background()
-			r, err := e.BurnRange(ctx, contract, 90, 93)
+			r, err := e.BurnRange(ctx, []common.Address{contract}, 90, 93)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -728,7 +728,7 @@ func TestCancelledCallIsNotTheNodesFault(t *testing.T) {
 				if tt.call == "Target" {
 					_, err = e.Target(ctx)
 				} else {
-					_, err = e.BurnRange(ctx, contract, 90, 100)
+					_, err = e.BurnRange(ctx, []common.Address{contract}, 90, 100)
 				}
 				errc <- err
 			}()
@@ -762,7 +762,7 @@ func TestCancelledCallIsNotTheNodesFault(t *testing.T) {
 
 			// The next range: still from a after a cancellation, from b
 			// after a timeout.
-			if _, err := e.BurnRange(bg, contract, 90, 100); err != nil {
+			if _, err := e.BurnRange(bg, []common.Address{contract}, 90, 100); err != nil {
 				t.Fatal(err)
 			}
 			if got := len(b.requested()); tt.handOver != (got == 1) || got > 1 {

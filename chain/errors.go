@@ -35,6 +35,9 @@ const (
 	ClassRangeLimit Class = "range_limit"
 	// ClassBadReply: the reply contradicts the request or the chain.
 	ClassBadReply Class = "bad_reply"
+	// ClassPruned: the endpoint no longer serves the blocks asked for
+	// (EIP-4444 history expiry, a pruned node): another endpoint must.
+	ClassPruned Class = "history_pruned"
 )
 
 // Error is a failed call to one endpoint.
@@ -116,6 +119,7 @@ func classify(err error, endpoint, method string) *Error {
 			e.Class = ClassPermanent
 		case isRPCErr:
 			e.Class = classifyRPC(code, message, data, &e.Limit)
+			e.Err = prunedErr(e.Class, err)
 		case st == http.StatusRequestEntityTooLarge:
 			e.Class = ClassRangeLimit
 		case st == http.StatusNotFound, st == http.StatusMethodNotAllowed, st == http.StatusBadRequest:
@@ -131,6 +135,7 @@ func classify(err error, endpoint, method string) *Error {
 			data = de.ErrorData()
 		}
 		e.Class = classifyRPC(code, message, data, &e.Limit)
+		e.Err = prunedErr(e.Class, err)
 		e.RetryAfter = backoffFromData(data)
 		return e
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
@@ -143,6 +148,9 @@ func classify(err error, endpoint, method string) *Error {
 
 // classifyRPC classes a JSON-RPC error object by its code and message.
 func classifyRPC(code int, message string, data any, limit *RangeLimit) Class {
+	if isHistoryPruned(code, message, data) {
+		return ClassPruned
+	}
 	if isRangeLimit(code, message, data, limit) {
 		return ClassRangeLimit
 	}
@@ -165,6 +173,14 @@ func classifyRPC(code int, message string, data any, limit *RangeLimit) Class {
 		return ClassPermanent
 	}
 	return ClassTransient
+}
+
+// prunedErr makes a pruned-history reply match ErrHistoryPruned.
+func prunedErr(c Class, err error) error {
+	if c == ClassPruned {
+		return fmt.Errorf("%w: %w", ErrHistoryPruned, err)
+	}
+	return err
 }
 
 // backoffFromData reads Infura's {"rate": {"backoff_seconds": N}} hint.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
@@ -107,19 +108,19 @@ type Rejected struct {
 }
 
 // ValidateLogs checks a node's eth_getLogs reply for the range [from, to]
-// against what was asked. A log from another contract or with another
+// against what was asked. A log from a contract not in contracts or with another
 // topic0, outside the range, marked removed, without hashes, or repeated
 // makes the whole reply untrustworthy: ValidateLogs returns an error wrapping
 // ErrBadReply. A log that passes those checks but does not decode is
 // returned in rejected. Burns keep reply order.
-func ValidateLogs(logs []types.Log, contract common.Address, from, to uint64) (burns []Burn, rejected []Rejected, err error) {
+func ValidateLogs(logs []types.Log, contracts []common.Address, from, to uint64) (burns []Burn, rejected []Rejected, err error) {
 	burns = make([]Burn, 0, len(logs))
 	seen := make(map[logKey]struct{}, len(logs))
 	for i, l := range logs {
 		where := fmt.Sprintf("log %d (tx %s index %d)", i, l.TxHash.Hex(), l.Index)
 		switch {
-		case l.Address != contract:
-			return nil, nil, fmt.Errorf("%w: %s from %s, asked for %s", ErrBadReply, where, l.Address.Hex(), contract.Hex())
+		case !slices.Contains(contracts, l.Address):
+			return nil, nil, fmt.Errorf("%w: %s from %s, which was not asked for", ErrBadReply, where, l.Address.Hex())
 		case len(l.Topics) == 0 || l.Topics[0] != BurnTopic:
 			return nil, nil, fmt.Errorf("%w: %s has the wrong topic0", ErrBadReply, where)
 		case l.BlockNumber < from || l.BlockNumber > to:

@@ -137,7 +137,7 @@ func TestValidateLogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			burns, rejected, err := chain.ValidateLogs(tt.give(), contract, 10, 20)
+			burns, rejected, err := chain.ValidateLogs(tt.give(), []common.Address{contract}, 10, 20)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("ValidateLogs = %v, want %v", err, tt.wantErr)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/gorilla/websocket"
 
 	"github.com/burnpoller/burnpoller/chain"
@@ -166,13 +167,13 @@ func TestWebsocketReplyOverTheCap(t *testing.T) {
 	t.Cleanup(c.Close)
 	ctx := context.Background()
 	// 100 blocks of 10 logs: 700 KiB of JSON, over the 64 KiB cap.
-	_, err = c.BurnRange(ctx, contract, 0, 99)
+	_, err = c.BurnRange(ctx, []common.Address{contract}, 0, 99)
 	if !errors.Is(err, chain.ErrResponseTooLarge) || chain.ClassOf(err) != chain.ClassRangeLimit {
 		t.Fatalf("BurnRange = %v (class %s), want ErrResponseTooLarge of class %s", err, chain.ClassOf(err), chain.ClassRangeLimit)
 	}
 	// Five blocks of 10 logs fit; the connection closed by the oversized
 	// reply is dialled again.
-	r, err := c.BurnRange(ctx, contract, 0, 4)
+	r, err := c.BurnRange(ctx, []common.Address{contract}, 0, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestUnreachableWebsocketEndpointHandsOver(t *testing.T) {
 			if err != nil || got.Block != 100 {
 				t.Fatalf("Target = %+v, %v; want 100", got, err)
 			}
-			if _, err := e.BurnRange(ctx, contract, 90, 100); err != nil {
+			if _, err := e.BurnRange(ctx, []common.Address{contract}, 90, 100); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(good.requested()); n != 1 {

@@ -175,7 +175,7 @@ func TestLedgerRowsAndOrphans(t *testing.T) {
 	if !slices.Equal(blocks, []int64{10, 20}) {
 		t.Fatalf("PaymentBlocksAbove(5) = %v, want [10 20]", blocks)
 	}
-	recs, err := s.PaymentsInBlocks(ctx, 1337, contracts[0], 12, 12)
+	recs, err := s.PaymentsInBlocks(ctx, 1337, contracts[:1], 12, 12)
 	if err != nil || len(recs) != 1 || !recs[0].Orphaned {
 		t.Fatalf("PaymentsInBlocks(12) = %+v, %v; want the orphaned row", recs, err)
 	}

@@ -152,10 +152,10 @@ const recordedColumns = `id, chain_id, contract, tx_hash, log_index, block_numbe
 
 // PaymentsInBlocks reads the payments of contract on chain chainID in blocks
 // [from, to], in chain order, orphaned ones included.
-func (s *Store) PaymentsInBlocks(ctx context.Context, chainID uint64, contract string, from, to int64) ([]Recorded, error) {
+func (s *Store) PaymentsInBlocks(ctx context.Context, chainID uint64, contracts []string, from, to int64) ([]Recorded, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+recordedColumns+` FROM payments
-		WHERE chain_id = $1 AND contract = $2 AND block_number BETWEEN $3 AND $4
-		ORDER BY block_number, log_index`, int64(chainID), contract, from, to)
+		WHERE chain_id = $1 AND contract = ANY($2) AND block_number BETWEEN $3 AND $4
+		ORDER BY block_number, log_index`, int64(chainID), contracts, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("reading payments of blocks [%d, %d]: %w", from, to, interpret(err))
 	}
@@ -548,10 +548,10 @@ func (t *Tx) LockWriters(ctx context.Context, chainID uint64, contracts []string
 
 // CountPayments counts the payments of contract on chain chainID in blocks
 // [from, to].
-func (t *Tx) CountPayments(ctx context.Context, chainID uint64, contract string, from, to int64) (int, error) {
+func (t *Tx) CountPayments(ctx context.Context, chainID uint64, contracts []string, from, to int64) (int, error) {
 	var n int
 	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM payments
-		WHERE chain_id = $1 AND contract = $2 AND block_number BETWEEN $3 AND $4`, int64(chainID), contract, from, to).Scan(&n)
+		WHERE chain_id = $1 AND contract = ANY($2) AND block_number BETWEEN $3 AND $4`, int64(chainID), contracts, from, to).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("counting payments: %w", interpret(err))
 	}

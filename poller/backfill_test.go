@@ -20,7 +20,7 @@ func (h *harness) backfill(ctx context.Context, cfg poller.BackfillConfig) (poll
 
 // verifier returns a verifier of the harness's chain and ledger.
 func (h *harness) verifier() *poller.Verifier {
-	return poller.NewVerifier(h.store, h.node, h.wcfg.ChainID, h.wcfg.Contract)
+	return poller.NewVerifier(h.store, h.node, h.wcfg.ChainID, h.wcfg.Contracts)
 }
 
 // burnsIn adds a burn every third block of [0, n) and returns those in [from, to].

@@ -71,5 +71,14 @@ func toRejected(chainID uint64, rs []chain.Rejected) ([]payments.RejectedLog, er
 // computes the EIP-55 checksum, a Keccak hash per call, only to lowercase it.)
 func lowerHex(a common.Address) string { return hexutil.Encode(a[:]) }
 
+// lowerHexes spells addresses as the ledger does.
+func lowerHexes(as []common.Address) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = lowerHex(a)
+	}
+	return out
+}
+
 // hashHex is a hash as the ledger stores it.
 func hashHex(h common.Hash) string { return h.Hex() }

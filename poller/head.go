@@ -76,7 +76,7 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	var burns []chain.Burn
 	prev := cur.Hash
 	for next := from; next <= to; {
-		r, err := w.node.BurnRange(ctx, w.cfg.Contract, uint64(next), uint64(to))
+		r, err := w.node.BurnRange(ctx, w.cfg.Contracts, uint64(next), uint64(to))
 		if err != nil {
 			return HeadTotals{}, fmt.Errorf("fetching burns of blocks [%d, %d] above the target: %w", next, to, err)
 		}

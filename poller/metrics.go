@@ -45,6 +45,9 @@ type Metrics struct {
 	PendingPayments   prometheus.Gauge
 	HeadTracking      *prometheus.CounterVec
 	HeadTrackingFails prometheus.Gauge
+	NodeFaults        *prometheus.CounterVec
+	QuorumDisagree    *prometheus.CounterVec
+	ContractBackfill  *prometheus.GaugeVec
 }
 
 // NewMetrics builds the collectors and registers them, with
@@ -154,6 +157,18 @@ func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) 
 			Name: "burnpoller_head_tracking_failing",
 			Help: "1 while this replica's last head tracking pass failed; pending payments may be stale (the ledger is not affected).",
 		}),
+		NodeFaults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burnpoller_node_faults_total",
+			Help: "Logs that transaction receipts contradicted, by endpoint and kind: unconfirmed_burn (in the eth_getLogs reply, not in its receipt as replied: never credited), hidden_burn (in the receipts, left out of the reply: recorded from the receipt).",
+		}, []string{"endpoint", "kind"}),
+		QuorumDisagree: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burnpoller_quorum_disagreements_total",
+			Help: "Ranges for which an endpoint's answer differed from the quorum's (or, without one, from the others'); that endpoint is demoted and nothing it alone said is credited.",
+		}, []string{"endpoint"}),
+		ContractBackfill: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "burnpoller_contract_backfill_remaining_blocks",
+			Help: "Blocks of a contract added to the group still to be read below the cursor; 0 once its history is complete.",
+		}, []string{"contract"}),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "burnpoller_build_info",
@@ -172,7 +187,8 @@ func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) 
 	reg.MustRegister(m.CursorBlock, m.TargetBlock, m.LagBlocks, m.PaymentsInserted, m.PaymentsDuplicate,
 		m.Polls, m.PollDuration, m.LockWait, m.LockHeld, m.RPCRequests, m.RPCDuration, m.FinalityViolation,
 		m.RejectedLogs, m.Rescans, m.RescanRecovered, m.RPCErrors, m.NodeLagging, m.NodeBehind, m.RangeLimitBlocks,
-		m.EndpointActive, m.HeadSubscription, m.Events, m.PendingPayments, m.HeadTracking, m.HeadTrackingFails, buildInfo)
+		m.EndpointActive, m.HeadSubscription, m.Events, m.PendingPayments, m.HeadTracking, m.HeadTrackingFails,
+		m.NodeFaults, m.QuorumDisagree, m.ContractBackfill, buildInfo)
 	return m
 }
 
@@ -193,6 +209,16 @@ func (m *Metrics) RPC(endpoint, method, result string, took time.Duration) {
 // BadReply counts a reply that failed validation (chain.Observer).
 func (m *Metrics) BadReply(endpoint, _ string) {
 	m.RPCErrors.WithLabelValues(endpoint, "bad_reply").Inc()
+}
+
+// NodeFault counts logs receipts contradicted (chain.FaultObserver).
+func (m *Metrics) NodeFault(endpoint, kind string, n int) {
+	m.NodeFaults.WithLabelValues(endpoint, kind).Add(float64(n))
+}
+
+// Disagreement counts an endpoint outvoted on a range (chain.QuorumObserver).
+func (m *Metrics) Disagreement(endpoint string) {
+	m.QuorumDisagree.WithLabelValues(endpoint).Inc()
 }
 
 // Lagging records an endpoint behind the highest target (chain.EndpointsObserver).

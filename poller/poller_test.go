@@ -157,7 +157,7 @@ func (f *fakeChain) Target(context.Context) (chain.Target, error) {
 	return chain.Target{Block: f.target, Highest: f.target}, nil
 }
 
-func (f *fakeChain) BurnRange(ctx context.Context, contract common.Address, from, to uint64) (chain.Range, error) {
+func (f *fakeChain) BurnRange(ctx context.Context, contracts []common.Address, from, to uint64) (chain.Range, error) {
 	f.mu.Lock()
 	if f.maxSpan > 0 && to-from+1 > f.maxSpan {
 		to = from + f.maxSpan - 1
@@ -241,7 +241,7 @@ func newHarness(t *testing.T, node *fakeChain) *harness {
 		node:  node,
 		wcfg: poller.WriterConfig{
 			ChainID:       1337,
-			Contract:      burnContract,
+			Contracts:     []common.Address{burnContract},
 			MaxBlockRange: 10,
 			LockWait:      100 * time.Millisecond,
 			TxTimeout:     5 * time.Second,

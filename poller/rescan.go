@@ -20,7 +20,7 @@ func (t *RangeTx) Rescan(ctx context.Context, from int64) (Totals, error) {
 	t.totals.Rescanned, t.totals.RescanFrom, t.totals.RescanTo = true, from, cur.Block
 	prev := ""
 	for next := from; next <= cur.Block; {
-		r, err := t.w.node.BurnRange(ctx, t.w.cfg.Contract, uint64(next), uint64(cur.Block))
+		r, err := t.w.node.BurnRange(ctx, t.w.cfg.Contracts, uint64(next), uint64(cur.Block))
 		if err != nil {
 			return Totals{}, fmt.Errorf("rescanning blocks [%d, %d]: %w", next, cur.Block, err)
 		}

@@ -249,7 +249,7 @@ func TestResetToTheCursorBlockClearsALedgerViolation(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := h.store.PaymentsInBlocks(ctx, 1337, "0x00000000000000000000000000000000000000b1", 0, 30)
+	rows, err := h.store.PaymentsInBlocks(ctx, 1337, []string{"0x00000000000000000000000000000000000000b1"}, 0, 30)
 	if err != nil {
 		t.Fatal(err)
 	}

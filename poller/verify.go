@@ -75,21 +75,21 @@ type key struct {
 // the real one.
 type VerifierNode interface {
 	Target(ctx context.Context) (chain.Target, error)
-	BurnRange(ctx context.Context, contract common.Address, from, maxTo uint64) (chain.Range, error)
+	BurnRange(ctx context.Context, contracts []common.Address, from, maxTo uint64) (chain.Range, error)
 }
 
 // Verifier compares the chain's burns with the ledger. It only reads: it
 // needs neither the loop's metrics nor its heartbeat.
 type Verifier struct {
-	store    *payments.Store
-	node     VerifierNode
-	chainID  uint64
-	contract common.Address
+	store     *payments.Store
+	node      VerifierNode
+	chainID   uint64
+	contracts []common.Address
 }
 
-// NewVerifier returns a verifier of contract's burns on chain chainID.
-func NewVerifier(store *payments.Store, node VerifierNode, chainID uint64, contract common.Address) *Verifier {
-	return &Verifier{store: store, node: node, chainID: chainID, contract: contract}
+// NewVerifier returns a verifier of the burns of contracts on chain chainID.
+func NewVerifier(store *payments.Store, node VerifierNode, chainID uint64, contracts []common.Address) *Verifier {
+	return &Verifier{store: store, node: node, chainID: chainID, contracts: contracts}
 }
 
 // Verify re-reads the burns of blocks [from, to] from the chain, chunk
@@ -110,14 +110,14 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 		to = t.Block
 	}
 	rep := VerifyReport{From: from, To: to, Discrepancies: []Discrepancy{}}
-	contract := lowerHex(v.contract)
+	contracts := lowerHexes(v.contracts)
 	// Keys already accounted for as mismatched, and ledger rows the chain
 	// lacked in their own chunk: they are extra only if no later chunk
 	// finds their burn under another block.
 	explained := map[key]bool{}
 	var unexplained []payments.Recorded
 	for next := from; next <= to; {
-		r, err := v.node.BurnRange(ctx, v.contract, uint64(next), uint64(min(to, next+int64(chunk)-1)))
+		r, err := v.node.BurnRange(ctx, v.contracts, uint64(next), uint64(min(to, next+int64(chunk)-1)))
 		if err != nil {
 			return rep, fmt.Errorf("reading burns from block %d: %w", next, err)
 		}
@@ -131,7 +131,7 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 		}
 		rep.ChainBurns += len(onChain)
 		rep.Undecodable += len(r.Rejected)
-		recorded, err := v.store.PaymentsInBlocks(ctx, v.chainID, contract, next, end)
+		recorded, err := v.store.PaymentsInBlocks(ctx, v.chainID, contracts, next, end)
 		if err != nil {
 			return rep, err
 		}

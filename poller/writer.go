@@ -20,7 +20,7 @@ import (
 // limit); the writer records what it got.
 type Node interface {
 	Target(ctx context.Context) (chain.Target, error)
-	BurnRange(ctx context.Context, contract common.Address, from, maxTo uint64) (chain.Range, error)
+	BurnRange(ctx context.Context, contracts []common.Address, from, maxTo uint64) (chain.Range, error)
 	// Headers returns the canonical headers of blocks ns, in batches; a
 	// block the node does not have fails the call.
 	Headers(ctx context.Context, ns []uint64) (map[uint64]chain.Header, error)
@@ -30,10 +30,12 @@ type Node interface {
 	HintDensity(blocks uint64, logs int)
 }
 
-// WriterConfig is what every writer of one contract shares.
+// WriterConfig is what every writer of one group shares.
 type WriterConfig struct {
-	ChainID  uint64
-	Contract common.Address
+	ChainID uint64
+	// Contracts are the burn contracts the group follows (one or more),
+	// read with one eth_getLogs filter under one cursor.
+	Contracts []common.Address
 	// MaxBlockRange is the most blocks one eth_getLogs call asks for.
 	MaxBlockRange uint64
 	LockWait      time.Duration
@@ -182,7 +184,7 @@ func (w *Writer) finalHash(ctx context.Context, n int64) (hash string, final boo
 }
 
 // contracts are the contracts the writer records, as the ledger spells them.
-func (w *Writer) contracts() []string { return []string{lowerHex(w.cfg.Contract)} }
+func (w *Writer) contracts() []string { return lowerHexes(w.cfg.Contracts) }
 
 // Cursor is the cursor as the transaction locked it.
 func (t *RangeTx) Cursor() payments.Cursor { return t.cur }
@@ -281,7 +283,7 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 			if !ok {
 				return
 			}
-			r, err := t.w.node.BurnRange(fctx, t.w.cfg.Contract, uint64(from), uint64(maxTo))
+			r, err := t.w.node.BurnRange(fctx, t.w.cfg.Contracts, uint64(from), uint64(maxTo))
 			if err != nil {
 				err = fmt.Errorf("fetching burns of blocks [%d, %d]: %w", from, maxTo, err)
 			}
@@ -545,7 +547,7 @@ func (t *RangeTx) hintDensity(ctx context.Context) {
 	if cur.Block < from {
 		return
 	}
-	n, err := t.tx.CountPayments(ctx, t.w.cfg.ChainID, lowerHex(t.w.cfg.Contract), from, cur.Block)
+	n, err := t.tx.CountPayments(ctx, t.w.cfg.ChainID, t.w.contracts(), from, cur.Block)
 	if err != nil {
 		t.w.log.Debug("reading the ledger's log density", slog.Any("err", err))
 		return

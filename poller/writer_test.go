@@ -302,7 +302,7 @@ func TestAReincludedBurnUnderItsOldKeyIsRecordedAfterTheReset(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := h.store.PaymentsInBlocks(ctx, 1337, contractHex, 0, 30)
+	rows, err := h.store.PaymentsInBlocks(ctx, 1337, []string{contractHex}, 0, 30)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,7 @@ func (s *Service) drainReserve() time.Duration { return min(s.cfg.ShutdownTimeou
 
 func (s *Service) run(ctx context.Context) error {
 	s.log.Info("burnpoller starting", slog.String("http_addr", s.Addr()), slog.String("node", s.deps.Nodes.String()),
-		slog.Uint64("chain_id", s.cfg.Writer.ChainID), slog.String("contract", s.cfg.Writer.Contract.Hex()),
+		slog.Uint64("chain_id", s.cfg.Writer.ChainID), slog.Any("contracts", s.cfg.Writer.Contracts),
 		slog.String("cursor_id", s.cfg.Loop.CursorID))
 	hook, err := Prepare(ctx, s.cfg.Prep, s.deps, s.beat.Beat)
 	if err != nil {

@@ -62,8 +62,8 @@ func newService(t *testing.T, eps *chain.Endpoints, contract common.Address, hoo
 	store := payments.NewStore(pool)
 	reg := prometheus.NewRegistry()
 	svc, err := service.New(service.Config{
-		Prep:            service.Prep{ChainID: 1337, Contract: contract, HookSQL: hookSQL},
-		Writer:          poller.WriterConfig{ChainID: 1337, Contract: contract, MaxBlockRange: 100, LockWait: 200 * time.Millisecond, TxTimeout: 5 * time.Second},
+		Prep:            service.Prep{ChainID: 1337, Contracts: []common.Address{contract}, HookSQL: hookSQL},
+		Writer:          poller.WriterConfig{ChainID: 1337, Contracts: []common.Address{contract}, MaxBlockRange: 100, LockWait: 200 * time.Millisecond, TxTimeout: 5 * time.Second},
 		Loop:            poller.LoopConfig{CursorID: "g", PollInterval: 50 * time.Millisecond},
 		HTTPAddr:        "127.0.0.1:0",
 		ShutdownTimeout: 5 * time.Second,

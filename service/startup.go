@@ -30,8 +30,8 @@ var ErrRefused = errors.New("refusing to start")
 type Prep struct {
 	// ChainID and Contract are what the writer records; the hook recorded
 	// for them must agree with HookSQL.
-	ChainID  uint64
-	Contract common.Address
+	ChainID   uint64
+	Contracts []common.Address
 	// Migrate applies the migrations; otherwise start-up waits for them.
 	Migrate bool
 	// HookSQL is PAYMENT_HOOK_SQL ("" for none).
@@ -146,12 +146,17 @@ func Prepare(ctx context.Context, p Prep, d Deps, beat func()) (*payments.Hook, 
 	// once it knows it can run (a wrong chain or a node without the
 	// finality tag must not stop the others' crediting).
 	if !p.IgnoreGroupHook {
-		err := retry("recording the contract's payment hook", func() error {
-			err := d.Store.AgreeOnHook(ctx, p.ChainID, strings.ToLower(p.Contract.Hex()), payments.HookDigest(p.HookSQL), p.ReplaceGroupHook)
-			if errors.Is(err, payments.ErrHookMismatch) {
-				return backoff.Permanent(fmt.Errorf("%w: %w; every writer of a contract must run the same hook (ALLOW_HOOK_CHANGE=true makes this one the recorded hook)", ErrRefused, err))
+		err := retry("recording the contracts' payment hook", func() error {
+			for _, c := range p.Contracts {
+				err := d.Store.AgreeOnHook(ctx, p.ChainID, strings.ToLower(c.Hex()), payments.HookDigest(p.HookSQL), p.ReplaceGroupHook)
+				if errors.Is(err, payments.ErrHookMismatch) {
+					return backoff.Permanent(fmt.Errorf("%w: %w; every writer of a contract must run the same hook (ALLOW_HOOK_CHANGE=true makes this one the recorded hook)", ErrRefused, err))
+				}
+				if err != nil {
+					return err
+				}
 			}
-			return err
+			return nil
 		})
 		if err != nil {
 			return nil, err

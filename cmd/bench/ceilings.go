@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/chain"
@@ -48,7 +49,7 @@ func nodeCeiling(ctx context.Context, info devchain.Info, target uint64) ([][]an
 	)
 	for from := uint64(0); from <= target; {
 		start := time.Now()
-		r, err := eps.BurnRange(ctx, info.BurnContract, from, target)
+		r, err := eps.BurnRange(ctx, []common.Address{info.BurnContract}, from, target)
 		elapsed += time.Since(start)
 		if err != nil {
 			return nil, Rate{}, err
@@ -106,7 +107,7 @@ func sharedCeiling(ctx context.Context, admin string, info devchain.Info, target
 	go func() {
 		defer close(chunks)
 		for from := uint64(0); from <= target; {
-			r, err := eps.BurnRange(ctx, info.BurnContract, from, target)
+			r, err := eps.BurnRange(ctx, []common.Address{info.BurnContract}, from, target)
 			if err != nil {
 				chunks <- chunk{err: err}
 				return

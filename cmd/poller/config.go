@@ -23,6 +23,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/webhooks"
 )
 
@@ -33,13 +34,15 @@ type Config struct {
 	RPCURL           string        `envconfig:"RPC_URL" secret:"true" desc:"JSON-RPC endpoints of the chain (http, https, ws, wss), comma-separated in order of preference; required"`
 	RPCWSURL         string        `envconfig:"RPC_WS_URL" secret:"true" desc:"optional WebSocket endpoint (ws, wss) for newHeads: a new head ends the wait after reaching the target at once; polling goes on if it drops"`
 	ChainID          uint64        `envconfig:"CHAIN_ID" desc:"chain id the node must report; required"`
-	BurnContract     string        `envconfig:"BURN_CONTRACT" desc:"address of the BurnWithDigest contract; required"`
+	BurnContract     string        `envconfig:"BURN_CONTRACT" desc:"address of the BurnWithDigest contract, or several comma-separated, each optionally with @<first block> (0xA,0xB@19000000); the first names the group; required"`
 	StartBlock       uint64        `envconfig:"START_BLOCK" default:"0" desc:"first block to scan when the cursor does not exist yet"`
 	CursorID         string        `envconfig:"CURSOR_ID" desc:"cursor row shared by the replicas of one group (default <chain id>:<contract>)"`
-	Finality         string        `envconfig:"FINALITY" default:"finalized" desc:"target block: finalized, safe, or latest minus CONFIRMATIONS"`
-	Confirmations    uint64        `envconfig:"CONFIRMATIONS" default:"12" desc:"blocks behind the head when FINALITY=latest (ignored otherwise)"`
+	Finality         string        `envconfig:"FINALITY" default:"finalized" chain:"true" desc:"target block: finalized, safe, or latest minus CONFIRMATIONS (a well-known CHAIN_ID has its own default)"`
+	Confirmations    uint64        `envconfig:"CONFIRMATIONS" default:"12" chain:"true" desc:"blocks behind the head when FINALITY=latest (ignored otherwise)"`
 	PollInterval     time.Duration `envconfig:"POLL_INTERVAL" default:"2s" desc:"once at the target, how often the chain is looked at again (from the start of the last look)"`
-	MaxBlockRange    uint64        `envconfig:"MAX_BLOCK_RANGE" default:"2000" desc:"most blocks per eth_getLogs call and per transaction"`
+	MaxBlockRange    uint64        `envconfig:"MAX_BLOCK_RANGE" default:"2000" chain:"true" desc:"most blocks per eth_getLogs call and per transaction (a well-known CHAIN_ID has its own default)"`
+	VerifyReceipts   bool          `envconfig:"VERIFY_RECEIPTS" default:"true" desc:"confirm every burn in its transaction's receipt (eth_getBlockReceipts) before it is credited"`
+	RPCQuorum        int           `envconfig:"RPC_QUORUM" default:"1" desc:"how many distinct RPC_URL endpoints must give the same target and burns before a range is credited"`
 	LockWait         time.Duration `envconfig:"LOCK_WAIT" derived:"min(5s, TX_TIMEOUT/6)" desc:"how long a standby replica waits for the cursor lock before retrying (lock_timeout); below TX_TIMEOUT"`
 	TxTimeout        time.Duration `envconfig:"TX_TIMEOUT" default:"30s" desc:"bound of one range's transaction, enforced by Postgres (statement and idle-in-transaction timeouts)"`
 	RPCTimeout       time.Duration `envconfig:"RPC_TIMEOUT" derived:"min(10s, TX_TIMEOUT/3)" desc:"bound of one JSON-RPC request; at most TX_TIMEOUT"`
@@ -61,6 +64,9 @@ type Config struct {
 	// lockWaitSet and rpcTimeoutSet say the user set LOCK_WAIT and
 	// RPC_TIMEOUT; otherwise they were derived from TX_TIMEOUT.
 	lockWaitSet, rpcTimeoutSet bool `ignored:"true"`
+	// fromChain names the chain whose table gave the variables (by key)
+	// the user did not set.
+	fromChain map[string]chain.ChainDefaults `ignored:"true"`
 
 	PaymentHookSQL string `envconfig:"PAYMENT_HOOK_SQL" secret:"true" desc:"SQL run in the same transaction for each newly inserted payment ($1 id, $2 chain_id, $3 contract, $4 tx_hash, $5 log_index, $6 block_number, $7 block_hash, $8 payer, $9 digest, $10 amount, $11 burned_at)"`
 }
@@ -119,10 +125,12 @@ func parseEnv() (Config, []string) {
 		}
 		// A variable that did not parse is unset here: it gets the
 		// derived value, and only its parse problem is reported.
-		cfg.deriveTimeouts(func(key string) bool {
+		set := func(key string) bool {
 			_, set := os.LookupEnv(key)
 			return set
-		})
+		}
+		cfg.deriveTimeouts(set)
+		cfg.applyChainDefaults(set)
 		return cfg, problems
 	}
 }
@@ -150,6 +158,29 @@ func (c *Config) deriveTimeouts(set func(key string) bool) {
 	}
 	if !c.rpcTimeoutSet {
 		c.RPCTimeout = min(maxDerivedRPCTimeout, (c.TxTimeout / 3).Truncate(time.Millisecond))
+	}
+}
+
+// applyChainDefaults takes FINALITY, CONFIRMATIONS and MAX_BLOCK_RANGE from
+// the table of well-known chains when CHAIN_ID is in it and the user did not
+// set them; other chains keep the variables' defaults.
+func (c *Config) applyChainDefaults(set func(key string) bool) {
+	d, ok := chain.KnownChain(c.ChainID)
+	if !ok {
+		return
+	}
+	c.fromChain = map[string]chain.ChainDefaults{}
+	if !set("FINALITY") {
+		c.Finality = string(d.Finality)
+		c.fromChain["FINALITY"] = d
+	}
+	if !set("CONFIRMATIONS") && d.Finality == chain.FinalityLatest {
+		c.Confirmations = d.Confirmations
+		c.fromChain["CONFIRMATIONS"] = d
+	}
+	if !set("MAX_BLOCK_RANGE") {
+		c.MaxBlockRange = d.MaxBlockRange
+		c.fromChain["MAX_BLOCK_RANGE"] = d
 	}
 }
 
@@ -215,8 +246,11 @@ func (c *Config) validate(s scope) []string {
 	}
 	if c.BurnContract == "" {
 		add("BURN_CONTRACT: required, the contract's 0x address")
-	} else if err := checkAddress(c.BurnContract); err != nil {
+	} else if _, err := poller.ParseContracts(c.BurnContract, checkAddress); err != nil {
 		add("BURN_CONTRACT: %v", err)
+	}
+	if n := len(c.rpcURLs()); c.RPCQuorum < 1 || (c.RPCURL != "" && c.RPCQuorum > n) {
+		add("RPC_QUORUM: %d is not between 1 and the number of RPC_URL endpoints (%d)", c.RPCQuorum, n)
 	}
 	if c.StartBlock > 1<<62 {
 		add("START_BLOCK: %d is out of range", c.StartBlock)
@@ -278,12 +312,25 @@ func (c *Config) validate(s scope) []string {
 	return p
 }
 
-// cursorID is CURSOR_ID or, by default, "<chain id>:<contract>".
+// cursorID is CURSOR_ID or, by default, "<chain id>:<first contract>": a
+// group that follows one contract keeps its cursor when more are added
+// after it.
 func (c *Config) cursorID() string {
 	if c.CursorID != "" {
 		return c.CursorID
 	}
-	return fmt.Sprintf("%d:%s", c.ChainID, strings.ToLower(c.BurnContract))
+	first, _, _ := strings.Cut(c.BurnContract, ",")
+	first, _, _ = strings.Cut(first, "@")
+	return fmt.Sprintf("%d:%s", c.ChainID, strings.ToLower(strings.TrimSpace(first)))
+}
+
+// contracts are BURN_CONTRACT's contracts; call only after validation.
+func (c *Config) contracts() []poller.Contract {
+	cs, err := poller.ParseContracts(c.BurnContract, checkAddress)
+	if err != nil {
+		panic(fmt.Sprintf("BURN_CONTRACT not validated: %v", err))
+	}
+	return cs
 }
 
 // rpcURLs splits RPC_URL into its endpoints.
@@ -353,7 +400,10 @@ func printConfig(w io.Writer) error {
 			continue
 		}
 		value, set := os.LookupEnv(key)
+		d, fromChain := resolved.fromChain[key]
 		switch {
+		case !set && fromChain:
+			value = fmt.Sprintf("(%s) %v: %s", d.Name, rv.Field(i).Interface(), d.Reason)
 		case !set && tag.Get("derived") != "":
 			value = fmt.Sprintf("(default) %v", rv.Field(i).Interface())
 		case !set:

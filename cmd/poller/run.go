@@ -53,7 +53,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		Writer: c.writerConfig(),
 		Loop: poller.LoopConfig{
 			CursorID:       c.cfg.cursorID(),
-			StartBlock:     c.cfg.StartBlock,
+			StartBlock:     poller.GroupStart(c.cfg.contracts(), c.cfg.StartBlock),
 			PollInterval:   c.cfg.PollInterval,
 			RescanDepth:    c.cfg.RescanDepth,
 			RescanInterval: c.cfg.RescanInterval,

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/poller"
@@ -50,7 +49,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	if *chunk == 0 {
 		*chunk = cfg.MaxBlockRange
 	}
-	v := poller.NewVerifier(pt.store, pt.nodes, cfg.ChainID, common.HexToAddress(cfg.BurnContract))
+	v := poller.NewVerifier(pt.store, pt.nodes, cfg.ChainID, poller.Addresses(cfg.contracts()))
 	rep, err := v.Verify(ctx, int64(*from), to.n, *chunk)
 	if err != nil {
 		log.Error("verify could not complete", slog.Any("err", err))

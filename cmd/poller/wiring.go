@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -93,7 +92,7 @@ func (p *parts) deps(log *slog.Logger) service.Deps {
 func (c *command) writerConfig() poller.WriterConfig {
 	return poller.WriterConfig{
 		ChainID:       c.cfg.ChainID,
-		Contract:      common.HexToAddress(c.cfg.BurnContract),
+		Contracts:     poller.Addresses(c.cfg.contracts()),
 		MaxBlockRange: c.cfg.MaxBlockRange,
 		LockWait:      c.cfg.LockWait,
 		TxTimeout:     c.cfg.TxTimeout,
@@ -104,7 +103,7 @@ func (c *command) writerConfig() poller.WriterConfig {
 func (c *command) prep() service.Prep {
 	return service.Prep{
 		ChainID:          c.cfg.ChainID,
-		Contract:         common.HexToAddress(c.cfg.BurnContract),
+		Contracts:        poller.Addresses(c.cfg.contracts()),
 		Migrate:          c.cfg.Migrate,
 		HookSQL:          c.cfg.PaymentHookSQL,
 		ReplaceGroupHook: c.cfg.AllowHookChange,
@@ -126,6 +125,7 @@ func dialEndpoints(ctx context.Context, cfg Config, obs chain.EndpointsObserver,
 	for _, u := range cfg.rpcURLs() {
 		var copts chain.Options
 		copts.Timeout = cfg.RPCTimeout
+		copts.VerifyReceipts = cfg.VerifyReceipts
 		if obs != nil {
 			copts.Observer = obs
 		}
@@ -143,6 +143,7 @@ func dialEndpoints(ctx context.Context, cfg Config, obs chain.EndpointsObserver,
 		Finality:      chain.Finality(cfg.Finality),
 		Confirmations: cfg.Confirmations,
 		MaxRange:      cfg.MaxBlockRange,
+		Quorum:        cfg.RPCQuorum,
 	}, obs, log), nil
 }
 

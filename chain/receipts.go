@@ -1,0 +1,330 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/rpc"
+)
+
+// The node faults an Observer hears of (FaultObserver.NodeFault).
+const (
+	// FaultUnconfirmedBurn: a burn in the eth_getLogs reply that its
+	// transaction's receipt does not hold as replied, or whose transaction
+	// failed. It is never credited; the reply is a bad one.
+	FaultUnconfirmedBurn = "unconfirmed_burn"
+	// FaultHiddenBurn: a burn the receipts hold that the eth_getLogs reply
+	// left out. It is recorded, from the receipt.
+	FaultHiddenBurn = "hidden_burn"
+)
+
+// FaultObserver hears of replies that receipts contradicted. poller.Metrics
+// is the real one; an Observer without it hears them as bad replies only.
+type FaultObserver interface {
+	NodeFault(endpoint, kind string, n int)
+}
+
+// rpcReceipt is the part of a receipt the cross-check reads; pointers make
+// a missing field an error rather than a zero.
+type rpcReceipt struct {
+	TxHash    *common.Hash    `json:"transactionHash"`
+	BlockHash *common.Hash    `json:"blockHash"`
+	Status    *hexutil.Uint64 `json:"status"`
+	Logs      []types.Log     `json:"logs"`
+}
+
+// receiptBlocks is how many blocks' receipts one batch asks for: a block's
+// receipts can run to megabytes, and a reply is capped at MaxResponseBytes.
+const receiptBlocks = 4
+
+// receiptTxs is how many transaction receipts one batch asks for.
+const receiptTxs = 100
+
+// crossCheck confirms the reply r (logs as the node gave them, validated)
+// against transaction receipts. With verify, every block holding a log of
+// the reply has its receipts read, and every log must be in its
+// transaction's receipt exactly as replied (address, topics, data, index,
+// block hash) with a successful status, or the reply is a bad one. Blocks
+// whose header bloom says they may hold a burn of contracts, though the
+// reply has none there, have their receipts read too. A burn the receipts
+// hold and the reply left out is added to r (hidden); it counts as a node
+// fault.
+func (c *Client) crossCheck(ctx context.Context, r *Range, logs []types.Log, contracts []common.Address, headers map[uint64]Header, verify bool) error {
+	byBlock := map[uint64][]types.Log{}
+	for _, l := range logs {
+		byBlock[l.BlockNumber] = append(byBlock[l.BlockNumber], l)
+	}
+	var blocks []Header
+	for n, h := range headers {
+		_, has := byBlock[n]
+		if (verify && has) || (!has && bloomHolds(h.Bloom, contracts)) {
+			blocks = append(blocks, h)
+		}
+	}
+	if len(blocks) == 0 {
+		return nil
+	}
+	slices.SortFunc(blocks, func(a, b Header) int { return cmpUint(a.Number, b.Number) })
+	receipts, err := c.receipts(ctx, blocks, byBlock)
+	if err != nil {
+		return err
+	}
+	var hidden []types.Log
+	for _, h := range blocks {
+		got, err := burnsInReceipts(receipts[h.Hash], h, contracts)
+		if err != nil {
+			return c.badReply("eth_getBlockReceipts", err)
+		}
+		replied := byBlock[h.Number]
+		if verify {
+			for _, l := range replied {
+				if err := confirmed(l, got); err != nil {
+					c.fault(FaultUnconfirmedBurn, 1)
+					return c.badReply("eth_getLogs", err)
+				}
+			}
+		}
+		for _, l := range got {
+			if !slices.ContainsFunc(replied, func(x types.Log) bool { return x.TxHash == l.TxHash && x.Index == l.Index }) {
+				hidden = append(hidden, l)
+			}
+		}
+	}
+	if len(hidden) == 0 {
+		return nil
+	}
+	burns, rejected, err := ValidateLogs(hidden, contracts, r.From.Number, r.To.Number)
+	if err != nil {
+		return c.badReply("eth_getBlockReceipts", err)
+	}
+	c.fault(FaultHiddenBurn, len(hidden))
+	r.Hidden += len(hidden)
+	r.Burns = append(r.Burns, burns...)
+	r.Rejected = append(r.Rejected, rejected...)
+	slices.SortFunc(r.Burns, func(a, b Burn) int {
+		if a.BlockNumber != b.BlockNumber {
+			return cmpUint(a.BlockNumber, b.BlockNumber)
+		}
+		return cmpUint(uint64(a.LogIndex), uint64(b.LogIndex))
+	})
+	return nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (c *Client) fault(kind string, n int) {
+	if fo, ok := c.opts.Observer.(FaultObserver); ok {
+		fo.NodeFault(c.display, kind, n)
+	}
+}
+
+// bloomHolds says a block's logsBloom may hold a burn of one of contracts:
+// the burn topic and one of the addresses. An empty bloom holds nothing.
+func bloomHolds(b types.Bloom, contracts []common.Address) bool {
+	if b == (types.Bloom{}) || !types.BloomLookup(b, BurnTopic) {
+		return false
+	}
+	return slices.ContainsFunc(contracts, func(a common.Address) bool { return types.BloomLookup(b, a) })
+}
+
+// burnsInReceipts returns the burn-event logs of contracts in a block's
+// receipts, after checking that every receipt is of that block. Logs of
+// failed transactions are dropped: the chain discards them.
+func burnsInReceipts(rs []rpcReceipt, h Header, contracts []common.Address) ([]types.Log, error) {
+	var out []types.Log
+	for _, rc := range rs {
+		if rc.TxHash == nil || rc.BlockHash == nil || rc.Status == nil {
+			return nil, fmt.Errorf("%w: a receipt of block %d lacks transactionHash, blockHash or status", ErrBadReply, h.Number)
+		}
+		if *rc.BlockHash != h.Hash {
+			return nil, fmt.Errorf("%w: receipt of tx %s has block hash %s, canonical block %d has %s",
+				ErrBadReply, rc.TxHash.Hex(), rc.BlockHash.Hex(), h.Number, h.Hash.Hex())
+		}
+		if uint64(*rc.Status) != types.ReceiptStatusSuccessful {
+			continue
+		}
+		for _, l := range rc.Logs {
+			if len(l.Topics) == 0 || l.Topics[0] != BurnTopic || !slices.Contains(contracts, l.Address) {
+				continue
+			}
+			if l.TxHash != *rc.TxHash || l.BlockHash != h.Hash || l.BlockNumber != h.Number {
+				return nil, fmt.Errorf("%w: a log in the receipt of tx %s names tx %s in block %d (%s)",
+					ErrBadReply, rc.TxHash.Hex(), l.TxHash.Hex(), l.BlockNumber, l.BlockHash.Hex())
+			}
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// confirmed returns nil when the receipts' burn logs hold l exactly.
+func confirmed(l types.Log, receipts []types.Log) error {
+	for _, rl := range receipts {
+		if rl.TxHash != l.TxHash || rl.Index != l.Index {
+			continue
+		}
+		if rl.Address != l.Address || !slices.Equal(rl.Topics, l.Topics) || !slices.Equal(rl.Data, l.Data) || rl.BlockHash != l.BlockHash {
+			return fmt.Errorf("%w: log %d of tx %s differs from the one in its receipt", ErrBadReply, l.Index, l.TxHash.Hex())
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: log %d of tx %s in block %d is not in the transaction's receipt, or the transaction failed",
+		ErrBadReply, l.Index, l.TxHash.Hex(), l.BlockNumber)
+}
+
+// receipts reads the receipts of blocks, by block hash: eth_getBlockReceipts
+// in batches, or, from a node without it or for a block whose receipts are
+// too large for one reply, eth_getTransactionReceipt for each transaction
+// (the ones logs names, or every one of a block known only by its bloom).
+func (c *Client) receipts(ctx context.Context, blocks []Header, logs map[uint64][]types.Log) (map[common.Hash][]rpcReceipt, error) {
+	out := make(map[common.Hash][]rpcReceipt, len(blocks))
+	var byTx []Header
+	if c.noBlockReceipts.Load() {
+		byTx = blocks
+	} else {
+		for chunk := range slices.Chunk(blocks, receiptBlocks) {
+			left, err := c.blockReceipts(ctx, chunk, out)
+			if err != nil {
+				return nil, err
+			}
+			byTx = append(byTx, left...)
+		}
+	}
+	for _, h := range byTx {
+		var txs []common.Hash
+		if ls, ok := logs[h.Number]; ok && !bloomOnly(h, logs) {
+			for _, l := range ls {
+				if !slices.Contains(txs, l.TxHash) {
+					txs = append(txs, l.TxHash)
+				}
+			}
+		} else {
+			var err error
+			if txs, err = c.blockTxs(ctx, h); err != nil {
+				return nil, err
+			}
+		}
+		rs, err := c.txReceipts(ctx, txs)
+		if err != nil {
+			return nil, err
+		}
+		out[h.Hash] = rs
+	}
+	return out, nil
+}
+
+// bloomOnly says h was chosen for its bloom (the reply has no log there).
+func bloomOnly(h Header, logs map[uint64][]types.Log) bool { return len(logs[h.Number]) == 0 }
+
+// blockReceipts asks for the receipts of blocks in one batch, into out. It
+// returns the blocks left to ask transaction by transaction: all of them
+// when the node has no eth_getBlockReceipts, a block alone in its batch
+// whose receipts exceed the reply cap.
+func (c *Client) blockReceipts(ctx context.Context, blocks []Header, out map[common.Hash][]rpcReceipt) (left []Header, _ error) {
+	raws := make([][]rpcReceipt, len(blocks))
+	elems := make([]rpc.BatchElem, len(blocks))
+	for i, h := range blocks {
+		elems[i] = rpc.BatchElem{Method: "eth_getBlockReceipts", Args: []any{h.Hash}, Result: &raws[i]}
+	}
+	err := c.batch(ctx, elems)
+	switch {
+	case err == nil:
+	case methodMissing(err):
+		c.noBlockReceipts.Store(true)
+		return blocks, nil
+	case errors.Is(err, ErrResponseTooLarge) && len(blocks) > 1:
+		half := len(blocks) / 2
+		l1, err := c.blockReceipts(ctx, blocks[:half], out)
+		if err != nil {
+			return nil, err
+		}
+		l2, err := c.blockReceipts(ctx, blocks[half:], out)
+		return append(l1, l2...), err
+	case errors.Is(err, ErrResponseTooLarge):
+		return blocks, nil
+	default:
+		return nil, err
+	}
+	for i, h := range blocks {
+		if raws[i] == nil {
+			// null: the node does not have the block it just called canonical.
+			return nil, c.badReply("eth_getBlockReceipts", fmt.Errorf("%w: no receipts for canonical block %d (%s)", ErrBadReply, h.Number, h.Hash.Hex()))
+		}
+		out[h.Hash] = raws[i]
+	}
+	return nil, nil
+}
+
+// blockTxs returns the transaction hashes of block h.
+func (c *Client) blockTxs(ctx context.Context, h Header) ([]common.Hash, error) {
+	var b *struct {
+		Hash         *common.Hash  `json:"hash"`
+		Transactions []common.Hash `json:"transactions"`
+	}
+	if err := c.call(ctx, &b, "eth_getBlockByHash", h.Hash, false); err != nil {
+		return nil, err
+	}
+	if b == nil || b.Hash == nil || *b.Hash != h.Hash {
+		return nil, c.badReply("eth_getBlockByHash", fmt.Errorf("%w: no block %s, which the node called canonical block %d", ErrBadReply, h.Hash.Hex(), h.Number))
+	}
+	return b.Transactions, nil
+}
+
+// txReceipts asks for the receipts of txs in batches. A transaction without
+// a receipt is a bad reply: the node named it in a canonical block.
+func (c *Client) txReceipts(ctx context.Context, txs []common.Hash) ([]rpcReceipt, error) {
+	out := make([]rpcReceipt, 0, len(txs))
+	for chunk := range slices.Chunk(txs, receiptTxs) {
+		raws := make([]*rpcReceipt, len(chunk))
+		elems := make([]rpc.BatchElem, len(chunk))
+		for i, tx := range chunk {
+			elems[i] = rpc.BatchElem{Method: "eth_getTransactionReceipt", Args: []any{tx}, Result: &raws[i]}
+		}
+		if err := c.batch(ctx, elems); err != nil {
+			return nil, err
+		}
+		for i, rc := range raws {
+			if rc == nil {
+				return nil, c.badReply("eth_getTransactionReceipt", fmt.Errorf("%w: no receipt for tx %s", ErrBadReply, chunk[i].Hex()))
+			}
+			out = append(out, *rc)
+		}
+	}
+	return out, nil
+}
+
+// methodMissing says a call failed because the node does not offer the
+// method (JSON-RPC -32601, or a provider's words for it).
+func methodMissing(err error) bool {
+	var re rpc.Error
+	// -32602: a node that takes no block hash there.
+	if errors.As(err, &re) && (re.ErrorCode() == -32601 || re.ErrorCode() == -32602) {
+		return true
+	}
+	var he rpc.HTTPError
+	if errors.As(err, &he) {
+		if code, msg, _, ok := bodyError(he.Body); ok {
+			return code == -32601 || code == -32602 || missingText(msg)
+		}
+	}
+	return ClassOf(err) == ClassPermanent && missingText(err.Error())
+}
+
+func missingText(msg string) bool {
+	return containsAny(strings.ToLower(msg), "method not found", "does not exist", "not supported", "unsupported method",
+		"method not available", "not implemented", "unknown method")
+}

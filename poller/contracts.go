@@ -1,0 +1,81 @@
+package poller
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ethereum/go-ethereum/common"
+)
+
+// Contract is one burn contract a group follows.
+type Contract struct {
+	Address common.Address
+	// From is the contract's first block (BURN_CONTRACT's @block) when
+	// HasFrom; otherwise the group's START_BLOCK stands for it.
+	From    uint64
+	HasFrom bool
+}
+
+// ParseContracts reads BURN_CONTRACT: addresses separated by commas, each
+// optionally followed by @<first block> ("0xA,0xB@19000000"). check
+// validates each address; a contract listed twice is an error.
+func ParseContracts(s string, check func(string) error) ([]Contract, error) {
+	var out []Contract
+	seen := map[common.Address]bool{}
+	for i, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return nil, fmt.Errorf("contract %d is empty", i+1)
+		}
+		addr, block, hasFrom := strings.Cut(part, "@")
+		if err := check(addr); err != nil {
+			return nil, err
+		}
+		c := Contract{Address: common.HexToAddress(addr), HasFrom: hasFrom}
+		if hasFrom {
+			n, err := strconv.ParseUint(block, 10, 64)
+			if err != nil || n > 1<<62 {
+				return nil, fmt.Errorf("contract %d: %q after @ is not a block number", i+1, block)
+			}
+			c.From = n
+		}
+		if seen[c.Address] {
+			return nil, fmt.Errorf("contract %s is listed twice", c.Address.Hex())
+		}
+		seen[c.Address] = true
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no contract")
+	}
+	return out, nil
+}
+
+// Addresses are the contracts' addresses, in order.
+func Addresses(cs []Contract) []common.Address {
+	out := make([]common.Address, len(cs))
+	for i, c := range cs {
+		out[i] = c.Address
+	}
+	return out
+}
+
+// FirstBlock is where contract c's history starts: its @block, else start.
+func (c Contract) FirstBlock(start uint64) uint64 {
+	if c.HasFrom {
+		return c.From
+	}
+	return start
+}
+
+// GroupStart is the first block of a new group: the earliest first block of
+// its contracts.
+func GroupStart(cs []Contract, start uint64) uint64 {
+	first := cs[0].FirstBlock(start)
+	for _, c := range cs[1:] {
+		first = min(first, c.FirstBlock(start))
+	}
+	return first
+}
