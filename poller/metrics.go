@@ -316,3 +316,11 @@ func (m *Metrics) violation(latched bool) {
 		m.FinalityViolation.Set(map[bool]float64{true: 1}[latched])
 	}
 }
+
+// memberBackfill records the blocks left of a contract's backfill.
+func (m *Metrics) memberBackfill(contract string, left int64) {
+	if m == nil {
+		return
+	}
+	m.ContractBackfill.WithLabelValues(contract).Set(float64(left))
+}

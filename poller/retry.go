@@ -36,7 +36,8 @@ func retryWait(b *backoff.ExponentialBackOff, err error, maxWait time.Duration) 
 	case chain.ClassPermanent:
 		wait = maxWait
 	}
-	if errors.Is(err, chain.ErrRangeAtOneBlock) || errors.Is(err, payments.ErrHookMismatch) || errors.Is(err, chain.ErrHistoryUnavailable) {
+	if errors.Is(err, chain.ErrRangeAtOneBlock) || errors.Is(err, payments.ErrHookMismatch) ||
+		errors.Is(err, payments.ErrContractsMismatch) || errors.Is(err, chain.ErrHistoryUnavailable) {
 		wait = maxWait
 	}
 	return min(wait, max(maxWait, chain.RetryAfterOf(err)))

@@ -97,8 +97,11 @@ type latch struct {
 	violation    string          // non-empty once latched
 	violated     payments.Cursor // the cursor as it stood; a reset moves it
 	hookMismatch bool
-	failingSince time.Time // first of the current run of failures
-	failingClass chain.Class
+	// contractsMismatch: the group follows a contract this replica's
+	// BURN_CONTRACT lacks.
+	contractsMismatch bool
+	failingSince      time.Time // first of the current run of failures
+	failingClass      chain.Class
 }
 
 // health returns why the loop is not ready, or nil.
@@ -110,6 +113,8 @@ func (l *latch) health() error {
 		return errors.New(l.violation)
 	case l.hookMismatch:
 		return errors.New("payment hook differs from the group's")
+	case l.contractsMismatch:
+		return errors.New("BURN_CONTRACT lacks a contract the group follows")
 	case !l.failingSince.IsZero() && time.Since(l.failingSince) > FailingFor:
 		return fmt.Errorf("failing since %s (%s)", l.failingSince.UTC().Format(time.RFC3339), l.failingClass)
 	}
@@ -121,6 +126,7 @@ func (l *latch) note(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.hookMismatch = errors.Is(err, payments.ErrHookMismatch)
+	l.contractsMismatch = errors.Is(err, payments.ErrContractsMismatch)
 	if err == nil {
 		l.failingSince = time.Time{}
 		return

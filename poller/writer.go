@@ -48,6 +48,21 @@ type WriterConfig struct {
 	// one recorded for the contract (a backfill told so); others refuse to
 	// write.
 	IgnoreGroupHook bool
+	// Group, if set, is the live group this writer's contracts make up:
+	// each transaction on its cursor keeps the group's recorded contracts
+	// in step with Contracts (see payments.Tx.SyncMembers).
+	Group *GroupConfig
+}
+
+// GroupConfig names a live group's cursor and its contracts' first blocks.
+type GroupConfig struct {
+	CursorID string
+	// FirstBlocks are the first blocks of Contracts, in the same order.
+	FirstBlocks []uint64
+	// AllowRemoval lets this writer stop the group following a contract
+	// its Contracts lack (ALLOW_CONTRACT_REMOVAL); otherwise it refuses to
+	// write.
+	AllowRemoval bool
 }
 
 // Writer is the one way anything reaches the ledger: every payment, rejected
@@ -147,6 +162,12 @@ func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Lim
 		tx.Rollback()
 		return nil, err
 	}
+	if g := w.cfg.Group; g != nil && checkHook && id == g.CursorID {
+		if err := w.syncMembers(ctx, tx, cur); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+	}
 	if checkHook {
 		if err := tx.CheckHook(ctx, w.cfg.ChainID, w.contracts(), w.cfg.HookDigest, true); err != nil {
 			tx.Rollback()
@@ -154,6 +175,19 @@ func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Lim
 		}
 	}
 	return &RangeTx{w: w, tx: tx, cur: cur, totals: Totals{From: cur.Block + 1, To: cur.Block}}, nil
+}
+
+// syncMembers keeps the group's recorded contracts in step with the
+// writer's, under the cursor's lock; MemberBackfiller reads the history of
+// those added.
+func (w *Writer) syncMembers(ctx context.Context, tx *payments.Tx, cur payments.Cursor) error {
+	g := w.cfg.Group
+	want := make([]payments.MemberSpec, len(w.cfg.Contracts))
+	for i, c := range w.cfg.Contracts {
+		want[i] = payments.MemberSpec{Contract: lowerHex(c), FirstBlock: int64(g.FirstBlocks[i])}
+	}
+	_, err := tx.SyncMembers(ctx, cur, w.cfg.ChainID, want, g.AllowRemoval)
+	return err
 }
 
 // hashOf is block n's canonical hash, from the node.

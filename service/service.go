@@ -55,6 +55,7 @@ type Service struct {
 	ready   prometheus.Gauge
 
 	running  atomic.Pointer[poller.Loop]
+	members  atomic.Pointer[poller.MemberBackfiller]
 	stopping atomic.Bool
 
 	mu       sync.Mutex // guards started and cancel
@@ -171,6 +172,17 @@ func (s *Service) run(ctx context.Context) error {
 		}()
 		defer func() { stopHooks(); <-hooksDone }()
 	}
+	if s.cfg.Writer.Group != nil {
+		mb := poller.NewMemberBackfiller(w, max(lc.PollInterval, time.Second), s.log)
+		s.members.Store(mb)
+		mctx, stopMembers := context.WithCancel(ctx)
+		membersDone := make(chan struct{})
+		go func() {
+			defer close(membersDone)
+			mb.Run(mctx)
+		}()
+		defer func() { stopMembers(); <-membersDone }()
+	}
 	loop := poller.NewLoop(lc, w, s.metrics, s.beat, s.log)
 	s.running.Store(loop)
 	if err := loop.Run(ctx); err != nil && ctx.Err() == nil {
@@ -250,6 +262,12 @@ func (s *Service) checks() []probe.Check {
 				return errors.New("starting")
 			}
 			return l.Health()
+		}},
+		{Name: "contracts", Func: func(context.Context) error {
+			if mb := s.members.Load(); mb != nil {
+				return mb.Health()
+			}
+			return nil
 		}},
 	}
 }

@@ -30,37 +30,38 @@ import (
 // Config is every environment variable burnpoller reads. The names are an
 // interface: other tools drive the binary through them.
 type Config struct {
-	DatabaseURL      string        `envconfig:"DATABASE_URL" secret:"true" desc:"Postgres connection string (URL or key=value); required"`
-	RPCURL           string        `envconfig:"RPC_URL" secret:"true" desc:"JSON-RPC endpoints of the chain (http, https, ws, wss), comma-separated in order of preference; required"`
-	RPCWSURL         string        `envconfig:"RPC_WS_URL" secret:"true" desc:"optional WebSocket endpoint (ws, wss) for newHeads: a new head ends the wait after reaching the target at once; polling goes on if it drops"`
-	ChainID          uint64        `envconfig:"CHAIN_ID" desc:"chain id the node must report; required"`
-	BurnContract     string        `envconfig:"BURN_CONTRACT" desc:"address of the BurnWithDigest contract, or several comma-separated, each optionally with @<first block> (0xA,0xB@19000000); the first names the group; required"`
-	StartBlock       uint64        `envconfig:"START_BLOCK" default:"0" desc:"first block to scan when the cursor does not exist yet"`
-	CursorID         string        `envconfig:"CURSOR_ID" desc:"cursor row shared by the replicas of one group (default <chain id>:<contract>)"`
-	Finality         string        `envconfig:"FINALITY" default:"finalized" chain:"true" desc:"target block: finalized, safe, or latest minus CONFIRMATIONS (a well-known CHAIN_ID has its own default)"`
-	Confirmations    uint64        `envconfig:"CONFIRMATIONS" default:"12" chain:"true" desc:"blocks behind the head when FINALITY=latest (ignored otherwise)"`
-	PollInterval     time.Duration `envconfig:"POLL_INTERVAL" default:"2s" desc:"once at the target, how often the chain is looked at again (from the start of the last look)"`
-	MaxBlockRange    uint64        `envconfig:"MAX_BLOCK_RANGE" default:"2000" chain:"true" desc:"most blocks per eth_getLogs call and per transaction (a well-known CHAIN_ID has its own default)"`
-	VerifyReceipts   bool          `envconfig:"VERIFY_RECEIPTS" default:"true" desc:"confirm every burn in its transaction's receipt (eth_getBlockReceipts) before it is credited"`
-	RPCQuorum        int           `envconfig:"RPC_QUORUM" default:"1" desc:"how many distinct RPC_URL endpoints must give the same target and burns before a range is credited"`
-	LockWait         time.Duration `envconfig:"LOCK_WAIT" derived:"min(5s, TX_TIMEOUT/6)" desc:"how long a standby replica waits for the cursor lock before retrying (lock_timeout); below TX_TIMEOUT"`
-	TxTimeout        time.Duration `envconfig:"TX_TIMEOUT" default:"30s" desc:"bound of one range's transaction, enforced by Postgres (statement and idle-in-transaction timeouts)"`
-	RPCTimeout       time.Duration `envconfig:"RPC_TIMEOUT" derived:"min(10s, TX_TIMEOUT/3)" desc:"bound of one JSON-RPC request; at most TX_TIMEOUT"`
-	RescanDepth      uint64        `envconfig:"RESCAN_DEPTH" default:"64" desc:"committed blocks below the cursor re-read now and then to catch burns a node left out (0 disables)"`
-	RescanInterval   time.Duration `envconfig:"RESCAN_INTERVAL" default:"1m" desc:"least time between rescans"`
-	HTTPAddr         string        `envconfig:"HTTP_ADDR" default:":8080" desc:"listen address for /livez, /readyz and /metrics"`
-	ShutdownTimeout  time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"15s" desc:"time after SIGTERM for the in-flight transaction and the HTTP server to finish"`
-	LogLevel         string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	LogFormat        string        `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`
-	Migrate          bool          `envconfig:"MIGRATE" default:"true" desc:"apply database migrations at start"`
-	Pending          bool          `envconfig:"PENDING" default:"true" desc:"track burns between the finality target and the head: pending_payments and seen/retracted events (never a credit)"`
-	PendingMaxBlocks uint64        `envconfig:"PENDING_MAX_BLOCKS" default:"10000" desc:"most blocks above the finality target that head tracking reads"`
-	WebhookURL       string        `envconfig:"WEBHOOK_URL" secret:"true" desc:"endpoints (http, https) that receive payment events as signed POSTs, comma-separated; every replica delivers"`
-	WebhookSecret    string        `envconfig:"WEBHOOK_SECRET" secret:"true" desc:"HMAC-SHA256 key of the Burnpoller-Signature header; required with WEBHOOK_URL"`
-	WebhookEvents    string        `envconfig:"WEBHOOK_EVENTS" default:"confirmed" desc:"event kinds delivered: any of seen,retracted,confirmed"`
-	WebhookTimeout   time.Duration `envconfig:"WEBHOOK_TIMEOUT" default:"10s" desc:"bound of one delivery attempt"`
-	WebhookMaxAge    time.Duration `envconfig:"WEBHOOK_MAX_AGE" default:"72h" desc:"how long a delivery is retried (jittered back-off, 1s to 1h) before it is dead-lettered"`
-	AllowHookChange  bool          `envconfig:"ALLOW_HOOK_CHANGE" default:"false" desc:"make this replica's PAYMENT_HOOK_SQL the group's hook when it differs from the one the group recorded (otherwise such a replica refuses to start, and running ones with another hook stop writing)"`
+	DatabaseURL          string        `envconfig:"DATABASE_URL" secret:"true" desc:"Postgres connection string (URL or key=value); required"`
+	RPCURL               string        `envconfig:"RPC_URL" secret:"true" desc:"JSON-RPC endpoints of the chain (http, https, ws, wss), comma-separated in order of preference; required"`
+	RPCWSURL             string        `envconfig:"RPC_WS_URL" secret:"true" desc:"optional WebSocket endpoint (ws, wss) for newHeads: a new head ends the wait after reaching the target at once; polling goes on if it drops"`
+	ChainID              uint64        `envconfig:"CHAIN_ID" desc:"chain id the node must report; required"`
+	BurnContract         string        `envconfig:"BURN_CONTRACT" desc:"address of the BurnWithDigest contract, or several comma-separated, each optionally with @<first block> (0xA,0xB@19000000); the first names the group; required"`
+	StartBlock           uint64        `envconfig:"START_BLOCK" default:"0" desc:"first block to scan when the cursor does not exist yet"`
+	CursorID             string        `envconfig:"CURSOR_ID" desc:"cursor row shared by the replicas of one group (default <chain id>:<contract>)"`
+	Finality             string        `envconfig:"FINALITY" default:"finalized" chain:"true" desc:"target block: finalized, safe, or latest minus CONFIRMATIONS (a well-known CHAIN_ID has its own default)"`
+	Confirmations        uint64        `envconfig:"CONFIRMATIONS" default:"12" chain:"true" desc:"blocks behind the head when FINALITY=latest (ignored otherwise)"`
+	PollInterval         time.Duration `envconfig:"POLL_INTERVAL" default:"2s" desc:"once at the target, how often the chain is looked at again (from the start of the last look)"`
+	MaxBlockRange        uint64        `envconfig:"MAX_BLOCK_RANGE" default:"2000" chain:"true" desc:"most blocks per eth_getLogs call and per transaction (a well-known CHAIN_ID has its own default)"`
+	VerifyReceipts       bool          `envconfig:"VERIFY_RECEIPTS" default:"true" desc:"confirm every burn in its transaction's receipt (eth_getBlockReceipts) before it is credited"`
+	RPCQuorum            int           `envconfig:"RPC_QUORUM" default:"1" desc:"how many distinct RPC_URL endpoints must give the same target and burns before a range is credited"`
+	LockWait             time.Duration `envconfig:"LOCK_WAIT" derived:"min(5s, TX_TIMEOUT/6)" desc:"how long a standby replica waits for the cursor lock before retrying (lock_timeout); below TX_TIMEOUT"`
+	TxTimeout            time.Duration `envconfig:"TX_TIMEOUT" default:"30s" desc:"bound of one range's transaction, enforced by Postgres (statement and idle-in-transaction timeouts)"`
+	RPCTimeout           time.Duration `envconfig:"RPC_TIMEOUT" derived:"min(10s, TX_TIMEOUT/3)" desc:"bound of one JSON-RPC request; at most TX_TIMEOUT"`
+	RescanDepth          uint64        `envconfig:"RESCAN_DEPTH" default:"64" desc:"committed blocks below the cursor re-read now and then to catch burns a node left out (0 disables)"`
+	RescanInterval       time.Duration `envconfig:"RESCAN_INTERVAL" default:"1m" desc:"least time between rescans"`
+	HTTPAddr             string        `envconfig:"HTTP_ADDR" default:":8080" desc:"listen address for /livez, /readyz and /metrics"`
+	ShutdownTimeout      time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"15s" desc:"time after SIGTERM for the in-flight transaction and the HTTP server to finish"`
+	LogLevel             string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat            string        `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`
+	Migrate              bool          `envconfig:"MIGRATE" default:"true" desc:"apply database migrations at start"`
+	Pending              bool          `envconfig:"PENDING" default:"true" desc:"track burns between the finality target and the head: pending_payments and seen/retracted events (never a credit)"`
+	PendingMaxBlocks     uint64        `envconfig:"PENDING_MAX_BLOCKS" default:"10000" desc:"most blocks above the finality target that head tracking reads"`
+	WebhookURL           string        `envconfig:"WEBHOOK_URL" secret:"true" desc:"endpoints (http, https) that receive payment events as signed POSTs, comma-separated; every replica delivers"`
+	WebhookSecret        string        `envconfig:"WEBHOOK_SECRET" secret:"true" desc:"HMAC-SHA256 key of the Burnpoller-Signature header; required with WEBHOOK_URL"`
+	WebhookEvents        string        `envconfig:"WEBHOOK_EVENTS" default:"confirmed" desc:"event kinds delivered: any of seen,retracted,confirmed"`
+	WebhookTimeout       time.Duration `envconfig:"WEBHOOK_TIMEOUT" default:"10s" desc:"bound of one delivery attempt"`
+	WebhookMaxAge        time.Duration `envconfig:"WEBHOOK_MAX_AGE" default:"72h" desc:"how long a delivery is retried (jittered back-off, 1s to 1h) before it is dead-lettered"`
+	AllowContractRemoval bool          `envconfig:"ALLOW_CONTRACT_REMOVAL" default:"false" desc:"let this replica stop the group following a contract its BURN_CONTRACT no longer lists (otherwise such a replica refuses to write: it may be one with an older configuration)"`
+	AllowHookChange      bool          `envconfig:"ALLOW_HOOK_CHANGE" default:"false" desc:"make this replica's PAYMENT_HOOK_SQL the group's hook when it differs from the one the group recorded (otherwise such a replica refuses to start, and running ones with another hook stop writing)"`
 	// lockWaitSet and rpcTimeoutSet say the user set LOCK_WAIT and
 	// RPC_TIMEOUT; otherwise they were derived from TX_TIMEOUT.
 	lockWaitSet, rpcTimeoutSet bool `ignored:"true"`

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-
 	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/poller"
 )

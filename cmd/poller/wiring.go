@@ -93,10 +93,21 @@ func (c *command) writerConfig() poller.WriterConfig {
 	return poller.WriterConfig{
 		ChainID:       c.cfg.ChainID,
 		Contracts:     poller.Addresses(c.cfg.contracts()),
+		Group:         c.groupConfig(),
 		MaxBlockRange: c.cfg.MaxBlockRange,
 		LockWait:      c.cfg.LockWait,
 		TxTimeout:     c.cfg.TxTimeout,
 	}
+}
+
+// groupConfig is the live group's cursor and its contracts' first blocks.
+func (c *command) groupConfig() *poller.GroupConfig {
+	cs := c.cfg.contracts()
+	g := &poller.GroupConfig{CursorID: c.cfg.cursorID(), AllowRemoval: c.cfg.AllowContractRemoval}
+	for _, ct := range cs {
+		g.FirstBlocks = append(g.FirstBlocks, ct.FirstBlock(c.cfg.StartBlock))
+	}
+	return g
 }
 
 // prep is what a writer of the contract waits for at start.
