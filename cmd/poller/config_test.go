@@ -5,9 +5,13 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/poller"
 )
 
 // validEnv is a complete, valid configuration.
@@ -87,6 +91,17 @@ func TestEveryBadValueIsNamed(t *testing.T) {
 		{"BURN_CONTRACT", "5FbDB2315678afecb367f032d93F642f64180aa3"},
 		{"BURN_CONTRACT", "0x5FbDB2315678afecb367f032d93F642f64180aA3"},
 		{"BURN_CONTRACT", "0x0000000000000000000000000000000000000000"},
+		{"BURN_CONTRACT", "0x5FbDB2315678afecb367f032d93F642f64180aa3,"},
+		{"BURN_CONTRACT", "0x5FbDB2315678afecb367f032d93F642f64180aa3,0x5fbdb2315678afecb367f032d93f642f64180aa3"},
+		{"BURN_CONTRACT", "0x5FbDB2315678afecb367f032d93F642f64180aa3@"},
+		{"BURN_CONTRACT", "0x5FbDB2315678afecb367f032d93F642f64180aa3@-1"},
+		{"BURN_CONTRACT", "0x5FbDB2315678afecb367f032d93F642f64180aa3@12k"},
+		{"BURN_CONTRACT", "0x5FbDB2315678afecb367f032d93F642f64180aa3,0x1234@5"},
+		{"RPC_QUORUM", "0"},
+		{"RPC_QUORUM", "2"},
+		{"RPC_QUORUM", "two"},
+		{"VERIFY_RECEIPTS", "perhaps"},
+		{"ALLOW_CONTRACT_REMOVAL", "yes please"},
 		{"START_BLOCK", "-5"},
 		{"START_BLOCK", "18446744073709551615"},
 		{"CURSOR_ID", "has space"},
@@ -527,6 +542,85 @@ func TestConfigCommandShowsDerivedDefaults(t *testing.T) {
 				t.Errorf("%s row = %q, want it to show %q", key, row, w)
 			}
 		}
+	}
+}
+
+// TestSeveralContracts: BURN_CONTRACT lists contracts with optional first
+// blocks; the first names the group, so a group keeps its cursor when
+// contracts are added after it; a new group starts at the earliest first
+// block.
+func TestSeveralContracts(t *testing.T) {
+	a, b := "0x5FbDB2315678afecb367f032d93F642f64180aa3", "0xcb23799ee42e61a7206c8c87f67b3d89de1adff2"
+	tests := []struct {
+		value, start string
+		wantCursor   string
+		wantFirst    []uint64
+		wantStart    uint64
+	}{
+		{a, "0", "1337:0x5fbdb2315678afecb367f032d93f642f64180aa3", []uint64{0}, 0},
+		{a + "," + b + "@19000000", "0", "1337:0x5fbdb2315678afecb367f032d93f642f64180aa3", []uint64{0, 19000000}, 0},
+		{" " + a + "@100 , " + b + "@50", "7", "1337:0x5fbdb2315678afecb367f032d93f642f64180aa3", []uint64{100, 50}, 50},
+		{b + "," + a, "9", "1337:" + b, []uint64{9, 9}, 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			setEnv(t, with(map[string]string{"BURN_CONTRACT": tt.value, "START_BLOCK": tt.start}))
+			cfg, problems := loadConfig(scopeRun)
+			if len(problems) > 0 {
+				t.Fatalf("problems: %v", problems)
+			}
+			if got := cfg.cursorID(); got != tt.wantCursor {
+				t.Fatalf("cursor id %q, want %q", got, tt.wantCursor)
+			}
+			c := command{cfg: cfg}
+			if g := c.groupConfig(); !reflect.DeepEqual(g.FirstBlocks, tt.wantFirst) || g.CursorID != tt.wantCursor {
+				t.Fatalf("group %+v, want first blocks %v", g, tt.wantFirst)
+			}
+			if got := c.writerConfig().Contracts; len(got) != len(tt.wantFirst) {
+				t.Fatalf("writer follows %v", got)
+			}
+			if got := poller.GroupStart(cfg.contracts(), cfg.StartBlock); got != tt.wantStart {
+				t.Fatalf("a new group starts at %d, want %d", got, tt.wantStart)
+			}
+		})
+	}
+}
+
+// TestChainDefaults: a well-known CHAIN_ID gives FINALITY and
+// MAX_BLOCK_RANGE from the table when they are unset, `poller config` says
+// where they came from, and a value the user set wins. Unknown chains keep
+// the variables' defaults.
+func TestChainDefaults(t *testing.T) {
+	for _, id := range []string{"1", "10", "42161", "43114", "324"} {
+		t.Run(id, func(t *testing.T) {
+			setEnv(t, with(map[string]string{"CHAIN_ID": id}))
+			cfg, problems := loadConfig(scopeRun)
+			if len(problems) > 0 {
+				t.Fatalf("problems: %v", problems)
+			}
+			d, _ := chain.KnownChain(cfg.ChainID)
+			if cfg.Finality != string(d.Finality) || cfg.MaxBlockRange != d.MaxBlockRange {
+				t.Fatalf("FINALITY %s, MAX_BLOCK_RANGE %d; want the table's %s, %d", cfg.Finality, cfg.MaxBlockRange, d.Finality, d.MaxBlockRange)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"config"}, &stdout, &stderr); code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			row := configRow(t, stdout.String(), "MAX_BLOCK_RANGE")
+			if !strings.Contains(row, "("+d.Name+") "+strconv.FormatUint(d.MaxBlockRange, 10)) || !strings.Contains(row, d.Reason) {
+				t.Fatalf("MAX_BLOCK_RANGE row %q does not say it came from the %s table", row, d.Name)
+			}
+		})
+	}
+	setEnv(t, with(map[string]string{"CHAIN_ID": "8453", "MAX_BLOCK_RANGE": "300", "FINALITY": "safe"}))
+	cfg, problems := loadConfig(scopeRun)
+	if len(problems) > 0 || cfg.MaxBlockRange != 300 || cfg.Finality != "safe" {
+		t.Fatalf("set values lost: %d %s %v", cfg.MaxBlockRange, cfg.Finality, problems)
+	}
+	setEnv(t, with(map[string]string{"CHAIN_ID": "31337"}))
+	cfg, _ = loadConfig(scopeRun)
+	if cfg.MaxBlockRange != 2000 || cfg.Finality != "finalized" || cfg.Confirmations != 12 || len(cfg.fromChain) != 0 {
+		t.Fatalf("an unknown chain got %+v", cfg)
 	}
 }
 
