@@ -352,18 +352,21 @@ func (e *Endpoints) BurnRange(ctx context.Context, contracts []common.Address, f
 	if e.cfg.Quorum > 1 {
 		return e.quorumRange(ctx, contracts, from, maxTo)
 	}
-	var tried []*endpoint
+	var (
+		tried  []*endpoint
+		pruned error = ErrHistoryPruned
+	)
 	for {
 		ep, _, err := e.pick(ctx, append(tried, e.prunedFor(from)...))
 		if err != nil {
 			if e.anyPrunedFor(from) {
-				return Range{}, e.historyGap(from, err)
+				return Range{}, e.historyGap(from, pruned)
 			}
 			return Range{}, err
 		}
 		r, err := e.burnRange(ctx, ep, contracts, from, maxTo)
 		if ClassOf(err) == ClassPruned {
-			tried = append(tried, ep)
+			tried, pruned = append(tried, ep), err
 			continue
 		}
 		if err != nil {

@@ -311,9 +311,10 @@ func (c *Client) txReceipts(ctx context.Context, txs []common.Hash) ([]rpcReceip
 // method (JSON-RPC -32601, or a provider's words for it).
 func methodMissing(err error) bool {
 	var re rpc.Error
-	// -32602: a node that takes no block hash there.
-	if errors.As(err, &re) && (re.ErrorCode() == -32601 || re.ErrorCode() == -32602) {
-		return true
+	if errors.As(err, &re) {
+		// -32602: a node that takes no block hash there. Other codes
+		// (-32000 above all) carry it in words.
+		return re.ErrorCode() == -32601 || re.ErrorCode() == -32602 || missingText(re.Error())
 	}
 	var he rpc.HTTPError
 	if errors.As(err, &he) {

@@ -1,0 +1,641 @@
+package chain_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+
+	"github.com/burnpoller/burnpoller/chain"
+)
+
+// otherContract is a burn contract the tests do not ask for.
+var otherContract = common.HexToAddress("0x00000000000000000000000000000000000000b2")
+
+// rcpt is a transaction receipt as a node serves it.
+type rcpt struct {
+	TxHash    common.Hash    `json:"transactionHash"`
+	BlockHash common.Hash    `json:"blockHash"`
+	Status    hexutil.Uint64 `json:"status"`
+	Logs      []types.Log    `json:"logs"`
+}
+
+// receiptsOf groups logs into successful receipts, one per transaction, by
+// block number.
+func receiptsOf(logs ...types.Log) map[uint64][]rcpt {
+	out := map[uint64][]rcpt{}
+	for _, l := range logs {
+		rs := out[l.BlockNumber]
+		i := slices.IndexFunc(rs, func(r rcpt) bool { return r.TxHash == l.TxHash })
+		if i < 0 {
+			rs = append(rs, rcpt{TxHash: l.TxHash, BlockHash: hashOf(l.BlockNumber), Status: 1, Logs: []types.Log{}})
+			i = len(rs) - 1
+		}
+		rs[i].Logs = append(rs[i].Logs, l)
+		out[l.BlockNumber] = rs
+	}
+	return out
+}
+
+// receiptNode is a consistent chain whose block n has hash hashOf(n): the
+// test sets its eth_getLogs reply, its blocks' receipts and logsBloom. It
+// records every HTTP request (a batch is one) and the arguments of the
+// receipt calls.
+type receiptNode struct {
+	mu sync.Mutex
+	// logs is the eth_getLogs reply (those inside the asked range).
+	logs     []types.Log
+	receipts map[uint64][]rcpt
+	blooms   map[uint64]types.Bloom
+	// blockReceiptsErr, when set, is the reply to eth_getBlockReceipts.
+	blockReceiptsErr error
+
+	requests      [][]string // the methods of each HTTP request
+	blockReceipts []common.Hash
+	txReceipts    []common.Hash
+	addresses     []string // the raw "address" of each eth_getLogs filter
+}
+
+func (n *receiptNode) handle(method string, params []json.RawMessage) (any, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch method {
+	case "eth_chainId":
+		return hexutil.Uint64(1337), nil
+	case "eth_getLogs":
+		var f struct {
+			From    hexutil.Uint64  `json:"fromBlock"`
+			To      hexutil.Uint64  `json:"toBlock"`
+			Address json.RawMessage `json:"address"`
+		}
+		if err := json.Unmarshal(params[0], &f); err != nil {
+			return nil, err
+		}
+		n.addresses = append(n.addresses, string(f.Address))
+		out := []types.Log{}
+		for _, l := range n.logs {
+			if l.BlockNumber >= uint64(f.From) && l.BlockNumber <= uint64(f.To) {
+				out = append(out, l)
+			}
+		}
+		return out, nil
+	case "eth_getBlockByNumber":
+		var num hexutil.Uint64
+		if err := json.Unmarshal(params[0], &num); err != nil {
+			return nil, err
+		}
+		h := header(uint64(num), hashOf(uint64(num)), hashOf(uint64(num)-1))
+		if b, ok := n.blooms[uint64(num)]; ok {
+			h["logsBloom"] = b
+		}
+		return h, nil
+	case "eth_getBlockByHash":
+		var hash common.Hash
+		if err := json.Unmarshal(params[0], &hash); err != nil {
+			return nil, err
+		}
+		num := hash.Big().Uint64() - 1000
+		txs := []common.Hash{}
+		for _, r := range n.receipts[num] {
+			txs = append(txs, r.TxHash)
+		}
+		return map[string]any{"hash": hash, "number": hexutil.Uint64(num), "transactions": txs}, nil
+	case "eth_getBlockReceipts":
+		var hash common.Hash
+		if err := json.Unmarshal(params[0], &hash); err != nil {
+			return nil, err
+		}
+		n.blockReceipts = append(n.blockReceipts, hash)
+		if n.blockReceiptsErr != nil {
+			return nil, n.blockReceiptsErr
+		}
+		rs := n.receipts[hash.Big().Uint64()-1000]
+		if rs == nil {
+			rs = []rcpt{} // a block without transactions
+		}
+		return rs, nil
+	case "eth_getTransactionReceipt":
+		var tx common.Hash
+		if err := json.Unmarshal(params[0], &tx); err != nil {
+			return nil, err
+		}
+		n.txReceipts = append(n.txReceipts, tx)
+		for _, rs := range n.receipts {
+			for _, r := range rs {
+				if r.TxHash == tx {
+					return r, nil
+				}
+			}
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unexpected %s", method)
+}
+
+func (n *receiptNode) set(f func(*receiptNode)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f(n)
+}
+
+// requestMethods lists the methods of every request, a batch as "a+b".
+func (n *receiptNode) requestMethods() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for _, r := range n.requests {
+		out = append(out, strings.Join(r, "+"))
+	}
+	return out
+}
+
+// calls counts the calls of method.
+func (n *receiptNode) calls(method string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := 0
+	for _, r := range n.requests {
+		for _, m := range r {
+			if m == method {
+				c++
+			}
+		}
+	}
+	return c
+}
+
+// serveRecording serves handle as a JSON-RPC node, calling record with the
+// methods of each HTTP request before it is answered.
+func serveRecording(t *testing.T, handle func(string, []json.RawMessage) (any, error), record func([]string)) string {
+	t.Helper()
+	f := &fakeNode{handle: handle}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var reqs []rpcReq
+		if json.Unmarshal(body, &reqs) != nil {
+			var one rpcReq
+			_ = json.Unmarshal(body, &one)
+			reqs = []rpcReq{one}
+		}
+		methods := make([]string, len(reqs))
+		for i, q := range reqs {
+			methods[i] = q.Method
+		}
+		if record != nil {
+			record(methods)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// start serves the node and dials a client with opts; its observer is a
+// fresh faultObs unless opts has one.
+func (n *receiptNode) start(t *testing.T, opts chain.Options) (*chain.Client, *faultObs) {
+	t.Helper()
+	url := serveRecording(t, n.handle, func(methods []string) {
+		n.mu.Lock()
+		n.requests = append(n.requests, methods)
+		n.mu.Unlock()
+	})
+	obs := &faultObs{}
+	if opts.Observer == nil {
+		opts.Observer = obs
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	c, err := chain.Dial(context.Background(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, obs
+}
+
+// faultObs records node faults and quorum disagreements besides what an
+// endpointsObs records.
+type faultObs struct {
+	endpointsObs
+	fmu       sync.Mutex
+	faults    []string // kind=n, in order
+	disagreed []string // endpoints
+}
+
+func (o *faultObs) NodeFault(_, kind string, n int) {
+	o.fmu.Lock()
+	defer o.fmu.Unlock()
+	o.faults = append(o.faults, fmt.Sprintf("%s=%d", kind, n))
+}
+
+func (o *faultObs) Disagreement(endpoint string) {
+	o.fmu.Lock()
+	defer o.fmu.Unlock()
+	o.disagreed = append(o.disagreed, endpoint)
+}
+
+func (o *faultObs) faultList() string {
+	o.fmu.Lock()
+	defer o.fmu.Unlock()
+	return strings.Join(o.faults, ",")
+}
+
+func (o *faultObs) disagreements() []string {
+	o.fmu.Lock()
+	defer o.fmu.Unlock()
+	return slices.Clone(o.disagreed)
+}
+
+// burnKeys names burns as block/index/tx=amount, in order.
+func burnKeys(bs []chain.Burn) string {
+	var out []string
+	for _, b := range bs {
+		out = append(out, fmt.Sprintf("%d/%d/%02x=%s", b.BlockNumber, b.LogIndex, b.TxHash[31], b.Amount))
+	}
+	return strings.Join(out, ",")
+}
+
+// wantBadReply fails the test unless err is a ClassBadReply error wrapping
+// chain.ErrBadReply.
+func wantBadReply(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("BurnRange succeeded, want a bad reply")
+	}
+	if !errors.Is(err, chain.ErrBadReply) || chain.ClassOf(err) != chain.ClassBadReply {
+		t.Fatalf("BurnRange = %v (class %s), want ErrBadReply of ClassBadReply", err, chain.ClassOf(err))
+	}
+}
+
+// burnBloom is a logsBloom holding the burn topic and addrs.
+func burnBloom(addrs ...common.Address) types.Bloom {
+	var b types.Bloom
+	b.Add(chain.BurnTopic.Bytes())
+	for _, a := range addrs {
+		b.Add(a.Bytes())
+	}
+	return b
+}
+
+func TestReceiptsConfirmBurnsInOneBatch(t *testing.T) {
+	t.Parallel()
+	l1, l2 := burnLog(12, 1, 3, big.NewInt(5), 1), burnLog(15, 2, 0, big.NewInt(7), 2)
+	n := &receiptNode{logs: []types.Log{l1, l2}, receipts: receiptsOf(l1, l2)}
+	c, obs := n.start(t, chain.Options{VerifyReceipts: true})
+	r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := burnKeys(r.Burns), "12/3/01=5,15/0/02=7"; got != want {
+		t.Fatalf("burns %s, want %s", got, want)
+	}
+	if r.Hidden != 0 || r.From.Number != 10 || r.To.Number != 20 {
+		t.Fatalf("range %d..%d hidden %d", r.From.Number, r.To.Number, r.Hidden)
+	}
+	want := []string{
+		"eth_getLogs+eth_getBlockByNumber+eth_getBlockByNumber",
+		"eth_getBlockByNumber+eth_getBlockByNumber",
+		"eth_getBlockReceipts+eth_getBlockReceipts",
+	}
+	if got := n.requestMethods(); !slices.Equal(got, want) {
+		t.Fatalf("requests %q, want %q", got, want)
+	}
+	if got := fmt.Sprint(n.blockReceipts); got != fmt.Sprint([]common.Hash{hashOf(12), hashOf(15)}) {
+		t.Fatalf("eth_getBlockReceipts asked for %s, want the hashes of blocks 12 and 15", got)
+	}
+	if f := obs.faultList(); f != "" {
+		t.Fatalf("faults %s, want none", f)
+	}
+}
+
+func TestReceiptsRefuseAForgedBurn(t *testing.T) {
+	t.Parallel()
+	real := burnLog(12, 1, 0, big.NewInt(5), 1)
+	forged := burnLog(14, 9, 2, big.NewInt(1_000_000), 1) // canonical hash, no receipt holds it
+	n := &receiptNode{logs: []types.Log{real, forged}, receipts: receiptsOf(real)}
+	c, obs := n.start(t, chain.Options{VerifyReceipts: true})
+	r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20)
+	wantBadReply(t, err)
+	if r.Burns != nil || r.To.Number != 0 {
+		t.Fatalf("a range came back with the error: %+v", r)
+	}
+	if f := obs.faultList(); f != "unconfirmed_burn=1" {
+		t.Fatalf("faults %q, want unconfirmed_burn=1", f)
+	}
+	if bad := obs.got; !slices.Contains(bad, "eth_getLogs=bad reply") {
+		t.Fatalf("observed %v, want eth_getLogs=bad reply", bad)
+	}
+}
+
+func TestReceiptsRefuseALogThatDiffersFromItsReceipt(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		receipt func(*rcpt)
+	}{
+		{"another amount", func(r *rcpt) { r.Logs[0].Data = append(word(big.NewInt(6)), word(big.NewInt(1))...) }},
+		{"another digest topic", func(r *rcpt) {
+			r.Logs[0].Topics = []common.Hash{chain.BurnTopic, common.BytesToHash(payer.Bytes()), common.HexToHash("0x33")}
+		}},
+		{"another payer topic", func(r *rcpt) {
+			r.Logs[0].Topics = []common.Hash{chain.BurnTopic, common.BytesToHash(otherContract.Bytes()), digest}
+		}},
+		{"another contract", func(r *rcpt) { r.Logs[0].Address = otherContract }},
+		{"failed transaction", func(r *rcpt) { r.Status = 0 }},
+		{"another log index", func(r *rcpt) { r.Logs[0].Index = 1 }},
+		{"no logs", func(r *rcpt) { r.Logs = []types.Log{} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l := burnLog(12, 1, 0, big.NewInt(5), 1)
+			rs := receiptsOf(burnLog(12, 1, 0, big.NewInt(5), 1))
+			tt.receipt(&rs[12][0])
+			n := &receiptNode{logs: []types.Log{l}, receipts: rs}
+			c, obs := n.start(t, chain.Options{VerifyReceipts: true})
+			r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20)
+			wantBadReply(t, err)
+			if len(r.Burns) != 0 {
+				t.Fatalf("burns returned with the error: %v", burnKeys(r.Burns))
+			}
+			if f := obs.faultList(); f != "unconfirmed_burn=1" {
+				t.Fatalf("faults %q, want unconfirmed_burn=1", f)
+			}
+		})
+	}
+}
+
+func TestReceiptsOfAnotherBlockAreABadReply(t *testing.T) {
+	t.Parallel()
+	l := burnLog(12, 1, 0, big.NewInt(5), 1)
+	rs := receiptsOf(l)
+	rs[12][0].BlockHash = common.HexToHash("0xbad")
+	n := &receiptNode{logs: []types.Log{l}, receipts: rs}
+	c, obs := n.start(t, chain.Options{VerifyReceipts: true})
+	_, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20)
+	wantBadReply(t, err)
+	if !slices.Contains(obs.got, "eth_getBlockReceipts=bad reply") {
+		t.Fatalf("observed %v, want eth_getBlockReceipts=bad reply", obs.got)
+	}
+	if f := obs.faultList(); f != "" {
+		t.Fatalf("faults %q, want none: the receipts, not the logs, are wrong", f)
+	}
+}
+
+func TestReceiptsFallBackToTransactionReceipts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"-32601", &jsonRPCError{-32601, "the method eth_getBlockReceipts does not exist/is not available"}},
+		{"-32602", &jsonRPCError{-32602, "invalid argument 0: hex string has length 64, want 16 for hexutil.Uint64"}},
+		{"-32600 unsupported method text", &jsonRPCError{-32600, "Unsupported method: eth_getBlockReceipts"}},
+		// A provider's words under a generic code: the text alone says
+		// the method is missing.
+		{"-32000 method not found text", &jsonRPCError{-32000, "Method not found"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l1, l2, l3 := burnLog(12, 1, 0, big.NewInt(5), 1), burnLog(12, 2, 1, big.NewInt(6), 1), burnLog(15, 3, 0, big.NewInt(7), 2)
+			n := &receiptNode{logs: []types.Log{l1, l2, l3}, receipts: receiptsOf(l1, l2, l3), blockReceiptsErr: tt.err}
+			c, obs := n.start(t, chain.Options{VerifyReceipts: true})
+			ctx := context.Background()
+			r, err := c.BurnRange(ctx, []common.Address{contract}, 10, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := burnKeys(r.Burns), "12/0/01=5,12/1/02=6,15/0/03=7"; got != want {
+				t.Fatalf("burns %s, want %s", got, want)
+			}
+			if got := n.calls("eth_getBlockReceipts"); got != 2 {
+				t.Fatalf("eth_getBlockReceipts called %d times, want 2 (one batch)", got)
+			}
+			if got, want := fmt.Sprint(n.txReceipts), fmt.Sprint([]common.Hash{l1.TxHash, l2.TxHash, l3.TxHash}); got != want {
+				t.Fatalf("eth_getTransactionReceipt for %s, want %s", got, want)
+			}
+			// The node is known to lack it now.
+			if _, err := c.BurnRange(ctx, []common.Address{contract}, 10, 20); err != nil {
+				t.Fatal(err)
+			}
+			if got := n.calls("eth_getBlockReceipts"); got != 2 {
+				t.Fatalf("eth_getBlockReceipts called %d times after the fallback, want still 2", got)
+			}
+			if got := n.calls("eth_getTransactionReceipt"); got != 6 {
+				t.Fatalf("eth_getTransactionReceipt called %d times, want 6", got)
+			}
+			if f := obs.faultList(); f != "" {
+				t.Fatalf("faults %q, want none", f)
+			}
+		})
+	}
+}
+
+// A failure of eth_getBlockReceipts that does not say the method is
+// missing is no reason to fall back: BurnRange fails with it.
+func TestReceiptsOtherFailureDoesNotFallBack(t *testing.T) {
+	t.Parallel()
+	l := burnLog(12, 1, 0, big.NewInt(5), 1)
+	n := &receiptNode{logs: []types.Log{l}, receipts: receiptsOf(l), blockReceiptsErr: errors.New("internal error")}
+	c, _ := n.start(t, chain.Options{VerifyReceipts: true})
+	_, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20)
+	if err == nil || chain.ClassOf(err) != chain.ClassTransient {
+		t.Fatalf("BurnRange = %v, want a transient error", err)
+	}
+	if got := n.calls("eth_getTransactionReceipt"); got != 0 {
+		t.Fatalf("eth_getTransactionReceipt called %d times, want 0", got)
+	}
+}
+
+func TestBloomFindsBurnsTheReplyLeftOut(t *testing.T) {
+	t.Parallel()
+	hidden := burnLog(20, 7, 4, big.NewInt(42), 3)
+	tests := []struct {
+		name          string
+		bloom         types.Bloom
+		receipts      map[uint64][]rcpt
+		noBlockRcpts  bool // the node has no eth_getBlockReceipts
+		want          string
+		hidden        int
+		faults        string
+		wantRcptCalls bool
+	}{
+		{"hidden burn", burnBloom(contract), receiptsOf(hidden), false, "20/4/07=42", 1, "hidden_burn=1", true},
+		{"hidden burn, receipts by transaction", burnBloom(contract), receiptsOf(hidden), true, "20/4/07=42", 1, "hidden_burn=1", true},
+		{"false positive", burnBloom(contract), receiptsOf(burnLog(20, 7, 4, big.NewInt(42), 3)), false, "", 0, "", true},
+		{"bloom of another contract", burnBloom(otherContract), receiptsOf(hidden), false, "", 0, "", false},
+		{"bloom without the burn topic", func() types.Bloom {
+			var b types.Bloom
+			b.Add(contract.Bytes())
+			return b
+		}(), receiptsOf(hidden), false, "", 0, "", false},
+		{"no bloom", types.Bloom{}, receiptsOf(hidden), false, "", 0, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rs := tt.receipts
+			if tt.name == "false positive" {
+				// The block's only transaction emitted no burn.
+				rs[20][0].Logs = []types.Log{}
+			}
+			n := &receiptNode{receipts: rs, blooms: map[uint64]types.Bloom{}}
+			if tt.bloom != (types.Bloom{}) {
+				n.blooms[20] = tt.bloom
+			}
+			if tt.noBlockRcpts {
+				n.blockReceiptsErr = &jsonRPCError{-32601, "method not found"}
+			}
+			c, obs := n.start(t, chain.Options{})
+			r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := burnKeys(r.Burns); got != tt.want {
+				t.Fatalf("burns %q, want %q", got, tt.want)
+			}
+			if r.Hidden != tt.hidden {
+				t.Fatalf("Hidden = %d, want %d", r.Hidden, tt.hidden)
+			}
+			if f := obs.faultList(); f != tt.faults {
+				t.Fatalf("faults %q, want %q", f, tt.faults)
+			}
+			calls := n.calls("eth_getBlockReceipts") + n.calls("eth_getTransactionReceipt")
+			if tt.wantRcptCalls != (calls > 0) {
+				t.Fatalf("requests %q; receipts wanted: %v", n.requestMethods(), tt.wantRcptCalls)
+			}
+			if !tt.wantRcptCalls {
+				if got := n.requestMethods(); !slices.Equal(got, []string{"eth_getLogs+eth_getBlockByNumber+eth_getBlockByNumber"}) {
+					t.Fatalf("requests %q, want the one batch", got)
+				}
+			}
+			if tt.noBlockRcpts && n.calls("eth_getTransactionReceipt") != 1 {
+				t.Fatalf("requests %q, want one eth_getTransactionReceipt", n.requestMethods())
+			}
+		})
+	}
+}
+
+func TestReceiptsAddAHiddenBurnInChainOrder(t *testing.T) {
+	t.Parallel()
+	replied1 := burnLog(12, 2, 3, big.NewInt(5), 1)
+	replied2 := burnLog(15, 4, 0, big.NewInt(9), 2)
+	hidden := burnLog(12, 1, 1, big.NewInt(7), 1)
+	n := &receiptNode{logs: []types.Log{replied1, replied2}, receipts: receiptsOf(hidden, replied1, replied2)}
+	c, obs := n.start(t, chain.Options{VerifyReceipts: true})
+	r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := burnKeys(r.Burns), "12/1/01=7,12/3/02=5,15/0/04=9"; got != want {
+		t.Fatalf("burns %s, want %s", got, want)
+	}
+	if r.Hidden != 1 {
+		t.Fatalf("Hidden = %d, want 1", r.Hidden)
+	}
+	if f := obs.faultList(); f != "hidden_burn=1" {
+		t.Fatalf("faults %q, want hidden_burn=1", f)
+	}
+}
+
+func TestReceiptsIgnoreBurnsOfOtherContracts(t *testing.T) {
+	t.Parallel()
+	l := burnLog(12, 1, 0, big.NewInt(5), 1)
+	foreign := burnLog(12, 1, 1, big.NewInt(1_000), 1)
+	foreign.Address = otherContract
+	foreignTx := burnLog(12, 2, 2, big.NewInt(2_000), 1)
+	foreignTx.Address = otherContract
+	for _, verify := range []bool{true, false} {
+		t.Run(fmt.Sprintf("verify=%v", verify), func(t *testing.T) {
+			t.Parallel()
+			n := &receiptNode{
+				logs:     []types.Log{l},
+				receipts: receiptsOf(l, foreign, foreignTx),
+				// The bloom holds both contracts: the block is read for it too.
+				blooms: map[uint64]types.Bloom{20: burnBloom(contract, otherContract)},
+			}
+			n.receipts[20] = receiptsOf(burnLog(20, 3, 0, big.NewInt(3), 1))[20]
+			n.receipts[20][0].Logs[0].Address = otherContract
+			c, obs := n.start(t, chain.Options{VerifyReceipts: verify})
+			r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := burnKeys(r.Burns), "12/0/01=5"; got != want {
+				t.Fatalf("burns %s, want %s", got, want)
+			}
+			if r.Hidden != 0 || len(r.Rejected) != 0 {
+				t.Fatalf("Hidden = %d, rejected %d; want 0 and 0", r.Hidden, len(r.Rejected))
+			}
+			if f := obs.faultList(); f != "" {
+				t.Fatalf("faults %q, want none", f)
+			}
+			if n.calls("eth_getBlockReceipts") == 0 {
+				t.Fatal("no receipts were read")
+			}
+		})
+	}
+}
+
+func TestBurnRangeContractsFilterAddress(t *testing.T) {
+	t.Parallel()
+	second := otherContract
+	tests := []struct {
+		name      string
+		contracts []common.Address
+		want      string
+		burns     string
+	}{
+		{"one contract", []common.Address{contract}, `"` + strings.ToLower(contract.Hex()) + `"`, "12/0/01=5"},
+		{"two contracts", []common.Address{contract, second},
+			`["` + strings.ToLower(contract.Hex()) + `","` + strings.ToLower(second.Hex()) + `"]`, "12/0/01=5,14/0/02=6"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			mine := burnLog(12, 1, 0, big.NewInt(5), 1)
+			theirs := burnLog(14, 2, 0, big.NewInt(6), 1)
+			theirs.Address = second
+			logs := []types.Log{mine}
+			if len(tt.contracts) == 2 {
+				logs = append(logs, theirs)
+			}
+			n := &receiptNode{logs: logs, receipts: receiptsOf(mine, theirs)}
+			c, _ := n.start(t, chain.Options{VerifyReceipts: true})
+			r, err := c.BurnRange(context.Background(), tt.contracts, 10, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.ToLower(strings.Join(n.addresses, ";")); got != tt.want {
+				t.Fatalf("filter address %s, want %s", got, tt.want)
+			}
+			if got := burnKeys(r.Burns); got != tt.burns {
+				t.Fatalf("burns %s, want %s", got, tt.burns)
+			}
+			if r.Hidden != 0 {
+				t.Fatalf("Hidden = %d, want 0", r.Hidden)
+			}
+		})
+	}
+}
