@@ -33,6 +33,9 @@ func knownMetrics(t *testing.T) map[string]bool {
 	m.Lagging("e", 1)
 	m.RangeLimit("e", 1)
 	m.Active("e")
+	m.NodeFault("e", "hidden_burn", 1)
+	m.Disagreement("e")
+	m.ContractBackfill.WithLabelValues("0x").Set(0)
 	reg.MustRegister(poller.NewQueueUsageCollector(func(context.Context) (float64, error) { return 0, nil }, time.Second))
 	// The webhook metrics, with one endpoint so that their series exist.
 	eps, err := webhooks.ParseEndpoints("https://hooks.example.com/in")

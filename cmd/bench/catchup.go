@@ -16,8 +16,8 @@ import (
 // With kill, the busy lock holder is SIGKILLed once a quarter of the range is
 // done; catchUp returns as soon as another replica holds the lock, with the
 // time that took in FailoverMs and nothing else measured.
-func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool) (CatchUp, error) {
-	name := fmt.Sprintf("bench_catchup_%d_%v", n, kill)
+func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, extra ...string) (CatchUp, error) {
+	name := fmt.Sprintf("bench_catchup_%d_%v_%d", n, kill, len(extra))
 	dbURL, err := freshDB(ctx, b.admin, name)
 	if err != nil {
 		return CatchUp{}, err
@@ -40,7 +40,7 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool) (C
 		}
 	}()
 	for i := range n {
-		r, err := b.startReplica(dbURL, logDir, fmt.Sprintf("catchup-%d-%d", n, i), "POLL_INTERVAL=200ms")
+		r, err := b.startReplica(dbURL, logDir, fmt.Sprintf("catchup-%d-%d", n, i), append([]string{"POLL_INTERVAL=200ms"}, extra...)...)
 		if err != nil {
 			return CatchUp{}, err
 		}
@@ -72,6 +72,8 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool) (C
 	for i, r := range replicas {
 		cu.GetLogsCalls += metric(ctx, r.addr, `burnpoller_rpc_requests_total{method="eth_getLogs"`)
 		cu.RPCCalls += metric(ctx, r.addr, `burnpoller_rpc_requests_total{`)
+		cu.ReceiptCalls += metric(ctx, r.addr, `burnpoller_rpc_requests_total{method="eth_getBlockReceipts"`) +
+			metric(ctx, r.addr, `burnpoller_rpc_requests_total{method="eth_getTransactionReceipt"`)
 		cu.DuplicateInserts += metric(ctx, r.addr, "burnpoller_payments_duplicate_total")
 		cu.PeakRSSMiB[fmt.Sprintf("replica-%d", i)] = peakRSSMiB(r.Proc)
 	}

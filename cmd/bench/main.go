@@ -45,6 +45,7 @@ type options struct {
 	pollerEnv   string
 	seen        time.Duration
 	seenOnly    bool
+	trust       bool
 }
 
 func main() {
@@ -59,6 +60,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "write the results as JSON to this file")
 	flag.DurationVar(&o.seen, "seen", 30*time.Second, "length of each head-to-seen latency run, polling and with newHeads (0 skips them)")
 	flag.BoolVar(&o.seenOnly, "seen-only", false, "run only the head-to-seen latency phase (no seeding)")
+	flag.BoolVar(&o.trust, "trust", true, "time catch-up with receipts off and with RPC_QUORUM=2 (the node twice)")
 	flag.StringVar(&o.pollerEnv, "poller-env", "", "extra environment for the replicas, comma-separated K=V (e.g. GOMEMLIMIT=40MiB)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -197,6 +199,12 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 	log.Info("failover under load", slog.Float64("ms", fo.FailoverMs))
 	if res.CatchUp1.GetLogsCalls > 0 {
 		res.GetLogsRatio31 = res.CatchUp3.GetLogsCalls / res.CatchUp1.GetLogsCalls
+	}
+
+	if o.trust {
+		if err := b.trustPhases(ctx, target, o, res); err != nil {
+			return nil, err
+		}
 	}
 
 	if o.steady > 0 {

@@ -30,6 +30,9 @@ type Results struct {
 	// FailoverBusyMs: three replicas catching up; the busy lock holder is
 	// SIGKILLed; the time until a standby, waiting on the lock, holds it.
 	FailoverBusyMs float64 `json:"failover_under_load_ms"`
+	// Trust is catch-up with one replica with each of the cross-checks on
+	// and off: what receipts and a quorum cost.
+	Trust []TrustRun `json:"trust_checks,omitempty"`
 	// Seen is head-to-seen latency, polling and with newHeads.
 	Seen []*Seen `json:"head_to_seen,omitempty"`
 }
@@ -54,6 +57,7 @@ type CatchUp struct {
 	// mid catch-up; the time until another replica commits a range.
 	FailoverMs       float64          `json:"failover_after_sigkill_ms,omitempty"`
 	GetLogsCalls     float64          `json:"eth_getLogs_calls"`
+	ReceiptCalls     float64          `json:"receipt_calls"`
 	RPCCalls         float64          `json:"rpc_calls"`
 	DuplicateInserts float64          `json:"duplicate_insert_attempts"`
 	PeakRSSMiB       map[string]int64 `json:"peak_rss_mib"`
@@ -100,4 +104,13 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%d CPUs (%s)%s, %s/%s, %s", runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// TrustRun is a one-replica catch-up under one setting of the cross-checks.
+type TrustRun struct {
+	Setting string `json:"setting"`
+	CatchUp
+	// RatioToDefault is this run's rate over the default's (receipts on,
+	// no quorum).
+	RatioToDefault float64 `json:"ratio_to_default"`
 }
