@@ -256,7 +256,11 @@ func TestMalformedLogsAreRejectedNotCredited(t *testing.T) {
 	r.proxies[0].Set(func(f *rpcfault.Faults) { f.MalformedLogs = 2 })
 	// The two malformed logs are injected once: a generous RPC_TIMEOUT keeps
 	// a slow machine from rolling back the transaction that carries them.
-	r.startPoller("MAX_BLOCK_RANGE=5", "RPC_TIMEOUT=4s") // more replies that carry logs
+	// The proxy invents them, so no receipt holds them: with the receipts
+	// check on, the reply carrying one is a bad one and it is never even
+	// rejected (TestForgedBurnIsNeverCredited). Off, this is the path a
+	// real undecodable log of the contract takes.
+	r.startPoller("MAX_BLOCK_RANGE=5", "RPC_TIMEOUT=4s", "VERIFY_RECEIPTS=false") // more replies that carry logs
 	r.caughtUp(2 * time.Minute)
 	// The counter moves once the commit has returned, a moment after the rows.
 	waitFor(t, time.Minute, "burnpoller_rejected_logs_total = 2", func() bool {
@@ -348,13 +352,19 @@ func TestRescanRecoversLogsALyingNodeLeftOut(t *testing.T) {
 	// Rescans deep enough to cover the whole chain.
 	r.startPoller("RESCAN_DEPTH=100000", "RESCAN_INTERVAL=1s")
 	r.caughtUp(time.Minute)
-	if n := countPayments(t, r.pool); n != 0 {
-		t.Fatalf("%d payments while the node hides every log", n)
+	// While the node hides every log, only the burns in a range's first or
+	// last block are found, through that header's bloom and the receipts.
+	fromBlooms := countPayments(t, r.pool)
+	if hidden := r.metric(fmt.Sprintf(`burnpoller_node_faults_total{endpoint=%q,kind="hidden_burn"}`, r.proxies[0].URL)); float64(fromBlooms) > hidden {
+		t.Fatalf("%d payments while the node hides every log, %v found through blooms", fromBlooms, hidden)
+	}
+	if fromBlooms >= 36 {
+		t.Fatalf("%d payments found through blooms: no burn is left for the rescan, the test proves nothing", fromBlooms)
 	}
 	r.proxies[0].Set(func(f *rpcfault.Faults) { f.HideLogsAbove = nil })
 	waitFor(t, time.Minute, "the rescan to recover every burn", func() bool { return countPayments(t, r.pool) == 36 })
-	waitFor(t, time.Minute, "burnpoller_rescan_recovered_total = 36", func() bool {
-		return r.metric("burnpoller_rescan_recovered_total") == 36
+	waitFor(t, time.Minute, fmt.Sprintf("burnpoller_rescan_recovered_total = %d", 36-fromBlooms), func() bool {
+		return r.metric("burnpoller_rescan_recovered_total") == float64(36-fromBlooms)
 	})
 	r.finish(time.Minute)
 }

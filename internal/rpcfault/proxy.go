@@ -2,7 +2,8 @@
 // and a real node and injects the faults real providers and nodes show:
 // range limits with each provider's own error text, 429s with Retry-After,
 // 500s, hangs, a lagging view of the chain, logs left out, foreign or
-// malformed logs, and corrupted block hashes.
+// malformed logs, corrupted block hashes, forged burns, replies hiding every
+// log, and history pruned below a block (EIP-4444).
 package rpcfault
 
 import (
@@ -12,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"strconv"
@@ -39,7 +41,10 @@ const (
 var Styles = []Style{StyleGeth, StyleInfura, StyleAlchemy, StyleQuickNode, StyleTooLarge, StyleExceeds, StyleReth}
 
 // Faults is what the proxy does to traffic. Counters (Throttle, ServerErrors,
-// Hang, ForeignLogs, MalformedLogs, CorruptHashes) count down as they fire.
+// Hang, ForeignLogs, MalformedLogs, CorruptHashes, ForgeBurns, HideAllLogs)
+// count down as they fire. Within a JSON-RPC batch each request meets the
+// faults on its own, as if sent alone; the HTTP-level ones (Throttle,
+// Unauthorized, ServerErrors, Hang) answer the whole batch.
 type Faults struct {
 	// RangeLimit refuses eth_getLogs over more than this many blocks, in
 	// RangeStyle's words; 0 disables.
@@ -78,6 +83,31 @@ type Faults struct {
 	// CorruptHashes flips the block hash of every log in the next N
 	// eth_getLogs replies that carry logs.
 	CorruptHashes int
+	// ForgeBurns adds to each of the next N eth_getLogs replies that carry
+	// a well-formed LogBurnWithDigest log one more, cloned from the first
+	// such log: same address, topic0, digest topic, block number and
+	// (canonical) block hash, transaction index and timestamp, but a new
+	// random transaction hash, another payer and another amount, at a log
+	// index no other log of that block in the reply has (0x7f, or one past
+	// the highest). It is placed after the reply's last log of its block,
+	// so the reply stays in chain order. No receipt holds it: a node that
+	// invents a payment. The forged transaction hashes are in
+	// Stats.ForgedTxIDs.
+	ForgeBurns int
+	// HideAllLogs answers each of the next N eth_getLogs replies that carry
+	// logs with [], while headers (and their logsBloom) and receipts stay
+	// honest: a node hiding burns behind an empty reply. The logs left out
+	// count in Stats.HiddenLogs.
+	HideAllLogs int
+	// PrunedBelow, when set, answers every eth_getLogs whose fromBlock is
+	// below it, and every eth_getBlockReceipts or eth_getTransactionReceipt
+	// for a block below it, with the JSON-RPC error go-ethereum, reth,
+	// Nethermind and Besu give history they no longer hold (EIP-4444):
+	// code 4444, "pruned history unavailable". Those requests are not
+	// forwarded (a receipt request by hash is placed by looking its block
+	// or transaction up first); headers stay served, as a node with expired
+	// history still serves them.
+	PrunedBelow *uint64
 }
 
 // Stats counts what the proxy did.
@@ -96,8 +126,14 @@ type Stats struct {
 	ForeignLogs    int
 	MalformedLogs  int
 	CorruptedLogs  int
+	ForgedLogs     int         // burns invented for ForgeBurns
+	PrunedReplies  int         // requests answered 4444 for PrunedBelow
 	MalformedTxIDs []string    // tx hashes of the malformed logs injected
+	ForgedTxIDs    []string    // tx hashes of the forged burns injected
 	RefusedRanges  [][2]uint64 // eth_getLogs ranges refused for RangeLimit
+	// ServedRanges are the eth_getLogs ranges the node answered without
+	// error, in order, before any fault bent the reply.
+	ServedRanges [][2]uint64
 }
 
 // Proxy forwards JSON-RPC to a node, injecting Faults.
@@ -171,6 +207,8 @@ func (p *Proxy) Stats() Stats {
 	s := p.stats
 	s.MalformedTxIDs = append([]string(nil), p.stats.MalformedTxIDs...)
 	s.RefusedRanges = append([][2]uint64(nil), p.stats.RefusedRanges...)
+	s.ForgedTxIDs = append([]string(nil), p.stats.ForgedTxIDs...)
+	s.ServedRanges = append([][2]uint64(nil), p.stats.ServedRanges...)
 	return s
 }
 
@@ -291,7 +329,19 @@ func (p *Proxy) handle(ctx context.Context, reqs []request) ([]response, int, er
 	out := make([]response, len(reqs))
 	var forward []int
 	status := http.StatusOK
+	var receiptBlock map[int]uint64
+	if f.PrunedBelow != nil {
+		var err error
+		if receiptBlock, err = p.receiptBlocks(ctx, reqs); err != nil {
+			return nil, 0, err
+		}
+	}
 	for i, req := range reqs {
+		if n, ok := receiptBlock[i]; ok && n < *f.PrunedBelow {
+			p.count(func(s *Stats) { s.PrunedReplies++ })
+			out[i] = prunedReply(req)
+			continue
+		}
 		if f.RejectTags && req.Method == "eth_getBlockByNumber" && len(req.Params) > 0 {
 			var tag string
 			if json.Unmarshal(req.Params[0], &tag) == nil && (tag == "finalized" || tag == "safe") {
@@ -302,6 +352,11 @@ func (p *Proxy) handle(ctx context.Context, reqs []request) ([]response, int, er
 		}
 		if req.Method == "eth_getLogs" {
 			p.count(func(s *Stats) { s.GetLogs++ })
+			if from, ok := fromBlock(req); ok && f.PrunedBelow != nil && from < *f.PrunedBelow {
+				p.count(func(s *Stats) { s.PrunedReplies++ })
+				out[i] = prunedReply(req)
+				continue
+			}
 			if from, to, ok := filterRange(req); ok && f.RangeLimit > 0 && to-from+1 > f.RangeLimit {
 				p.count(func(s *Stats) {
 					s.RangeRefused++
@@ -376,6 +431,9 @@ func (p *Proxy) bend(ctx context.Context, f Faults, req request, resp *response)
 		}
 		resp.Result = json.RawMessage("null")
 	case "eth_getLogs":
+		if from, to, ok := filterRange(req); ok {
+			p.count(func(s *Stats) { s.ServedRanges = append(s.ServedRanges, [2]uint64{from, to}) })
+		}
 		return p.bendLogs(f, req, resp)
 	}
 	return nil
@@ -402,6 +460,37 @@ func (p *Proxy) bendLogs(f Faults, req request, resp *response) error {
 			kept = append(kept, l)
 		}
 		logs = kept
+	}
+	if len(logs) > 0 {
+		p.mu.Lock()
+		hideAll := p.faults.HideAllLogs > 0
+		if hideAll {
+			p.faults.HideAllLogs--
+		}
+		p.mu.Unlock()
+		if hideAll {
+			n := len(logs)
+			p.count(func(s *Stats) { s.HiddenLogs += n })
+			logs = []map[string]any{}
+			changed = true
+		}
+	}
+	if src := forgeSource(logs); src >= 0 {
+		p.mu.Lock()
+		forge := p.faults.ForgeBurns > 0
+		if forge {
+			p.faults.ForgeBurns--
+		}
+		p.mu.Unlock()
+		if forge {
+			var tx string
+			logs, tx = forgeBurn(logs, src)
+			p.count(func(s *Stats) {
+				s.ForgedLogs++
+				s.ForgedTxIDs = append(s.ForgedTxIDs, tx)
+			})
+			changed = true
+		}
 	}
 	if len(logs) > 0 {
 		p.mu.Lock()
@@ -455,6 +544,150 @@ func (p *Proxy) bendLogs(f Faults, req request, resp *response) error {
 		resp.Result = b
 	}
 	return nil
+}
+
+// forgeSource is the index of the first log of logs shaped as a
+// LogBurnWithDigest (three topics, two data words), or -1.
+func forgeSource(logs []map[string]any) int {
+	for i, l := range logs {
+		topics, _ := l["topics"].([]any)
+		data, _ := l["data"].(string)
+		if len(topics) == 3 && len(data) == 2+128 {
+			if _, ok := hexField(l, "blockNumber"); ok {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// forgeBurn returns logs with a burn cloned from logs[src] added after the
+// last log of its block, and the forged transaction hash.
+func forgeBurn(logs []map[string]any, src int) ([]map[string]any, string) {
+	orig := logs[src]
+	block, _ := hexField(orig, "blockNumber")
+	l := clone(orig)
+	tx := randomHash()
+	l["transactionHash"] = tx
+	topics := append([]any(nil), orig["topics"].([]any)...)
+	payer := make([]byte, 32)
+	_, _ = rand.Read(payer[12:])
+	if t1, _ := topics[1].(string); t1 == hexutil.Encode(payer) {
+		payer[31] ^= 1
+	}
+	topics[1] = hexutil.Encode(payer)
+	l["topics"] = topics
+	data, _ := hexutil.Decode(orig["data"].(string))
+	amount := new(big.Int).SetBytes(data[:32])
+	extra := make([]byte, 4)
+	_, _ = rand.Read(extra)
+	forged := new(big.Int).Add(amount, new(big.Int).SetUint64(1+uint64(extra[0])<<24|uint64(extra[1])<<16|uint64(extra[2])<<8|uint64(extra[3])))
+	if forged.BitLen() > 256 {
+		forged.Sub(amount, big.NewInt(1))
+	}
+	word := make([]byte, 32)
+	forged.FillBytes(word)
+	l["data"] = hexutil.Encode(append(word, data[32:]...))
+	idx, last := uint64(0x7f), src
+	for i, x := range logs {
+		if n, ok := hexField(x, "blockNumber"); !ok || n != block {
+			continue
+		}
+		last = max(last, i)
+		if li, ok := hexField(x, "logIndex"); ok && li >= idx {
+			idx = li + 1
+		}
+	}
+	l["logIndex"] = hexutil.EncodeUint64(idx)
+	out := make([]map[string]any, 0, len(logs)+1)
+	out = append(out, logs[:last+1]...)
+	out = append(out, l)
+	out = append(out, logs[last+1:]...)
+	return out, tx
+}
+
+// prunedReply is a node's answer for history it no longer holds (EIP-4444).
+func prunedReply(req request) response {
+	return response{JSONRPC: "2.0", ID: req.ID, Error: &rpcError{Code: 4444, Message: "pruned history unavailable"}}
+}
+
+// receiptBlocks places the receipt requests among reqs (eth_getBlockReceipts,
+// eth_getTransactionReceipt) in their blocks: by the block number they name,
+// or, for a block or transaction hash, by looking it up upstream in one
+// batch. Requests it cannot place (a tag, an unknown hash, a pending
+// transaction) are left out.
+func (p *Proxy) receiptBlocks(ctx context.Context, reqs []request) (map[int]uint64, error) {
+	out := map[int]uint64{}
+	var (
+		lookups []request
+		owners  []int
+	)
+	lookup := func(i int, method string, hash json.RawMessage) {
+		lookups = append(lookups, request{JSONRPC: "2.0", ID: mustJSON(len(lookups) + 1), Method: method,
+			Params: []json.RawMessage{hash}})
+		owners = append(owners, i)
+	}
+	for i, req := range reqs {
+		if len(req.Params) == 0 {
+			continue
+		}
+		switch req.Method {
+		case "eth_getTransactionReceipt":
+			lookup(i, "eth_getTransactionByHash", req.Params[0])
+		case "eth_getBlockReceipts":
+			var s string
+			if json.Unmarshal(req.Params[0], &s) != nil {
+				// EIP-1898: {"blockHash": ...} or {"blockNumber": ...}.
+				var obj struct {
+					Hash   *string `json:"blockHash"`
+					Number *string `json:"blockNumber"`
+				}
+				if json.Unmarshal(req.Params[0], &obj) != nil {
+					continue
+				}
+				switch {
+				case obj.Hash != nil:
+					s = *obj.Hash
+				case obj.Number != nil:
+					s = *obj.Number
+				}
+			}
+			switch {
+			case len(s) == 66 && isHex(s):
+				lookups = append(lookups, request{JSONRPC: "2.0", ID: mustJSON(len(lookups) + 1), Method: "eth_getBlockByHash",
+					Params: []json.RawMessage{mustJSON(s), json.RawMessage("false")}})
+				owners = append(owners, i)
+			case isHex(s):
+				if n, err := hexutil.DecodeUint64(s); err == nil {
+					out[i] = n
+				}
+			}
+		}
+	}
+	if len(lookups) == 0 {
+		return out, nil
+	}
+	got, err := p.forward(ctx, lookups)
+	if err != nil {
+		return nil, err
+	}
+	for j, g := range got {
+		if g.Error != nil || g.Result == nil {
+			continue
+		}
+		var obj map[string]any
+		if json.Unmarshal(g.Result, &obj) != nil || obj == nil {
+			continue
+		}
+		key := "number"
+		if lookups[j].Method == "eth_getTransactionByHash" {
+			key = "blockNumber"
+		}
+		if n, ok := hexField(obj, key); ok {
+			out[owners[j]] = n
+		}
+	}
+	return out, nil
 }
 
 func (p *Proxy) forward(ctx context.Context, reqs []request) ([]response, error) {
@@ -534,6 +767,21 @@ func filterRange(req request) (from, to uint64, ok bool) {
 	a, err1 := hexutil.DecodeUint64(f.From)
 	b, err2 := hexutil.DecodeUint64(f.To)
 	return a, b, err1 == nil && err2 == nil && a <= b
+}
+
+// fromBlock is the fromBlock of an eth_getLogs filter given as a number.
+func fromBlock(req request) (uint64, bool) {
+	if len(req.Params) == 0 {
+		return 0, false
+	}
+	var f struct {
+		From string `json:"fromBlock"`
+	}
+	if json.Unmarshal(req.Params[0], &f) != nil {
+		return 0, false
+	}
+	n, err := hexutil.DecodeUint64(f.From)
+	return n, err == nil
 }
 
 func hexField(m map[string]any, key string) (uint64, bool) {
