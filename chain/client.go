@@ -395,7 +395,7 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 		}
 	}
 	r := Range{From: canonical[from], To: canonical[to], Burns: burns, Rejected: rejected}
-	if err := c.crossCheck(ctx, &r, logs, contracts, canonical, c.opts.VerifyReceipts); err != nil {
+	if err := c.crossCheck(ctx, &r, logs, contracts, canonical, c.opts.VerifyReceipts && !creditsNothing(ctx)); err != nil {
 		return Range{}, err
 	}
 	return r, nil

@@ -509,3 +509,46 @@ func TestQuorumPrunedEndpointIsNoDissenter(t *testing.T) {
 		t.Fatalf("Health = %v", err)
 	}
 }
+
+// TestCreditsNothingReadsOneEndpointUnchecked: head tracking's reads credit
+// nothing, so they go to the serving endpoint alone, without receipts and
+// without a quorum, and count no disagreement: nodes a block apart at the
+// head would otherwise outvote each other on every read.
+func TestCreditsNothingReadsOneEndpointUnchecked(t *testing.T) {
+	t.Parallel()
+	real := burnLog(12, 1, 0, big.NewInt(5), 1)
+	forged := burnLog(14, 9, 2, big.NewInt(1_000_000), 1)
+	n := &receiptNode{logs: []types.Log{real, forged}, receipts: receiptsOf(real)}
+	c, obs := n.start(t, chain.Options{VerifyReceipts: true})
+	r, err := c.BurnRange(chain.CreditsNothing(context.Background()), []common.Address{contract}, 10, 20)
+	if err != nil || len(r.Burns) != 2 {
+		t.Fatalf("BurnRange = %d burns, %v; want both, unchecked", len(r.Burns), err)
+	}
+	if got := n.calls("eth_getBlockReceipts"); got != 0 || obs.faultList() != "" {
+		t.Fatalf("%d receipt calls, faults %q; want none", got, obs.faultList())
+	}
+
+	a, b := oneBurnABlock(200, 100), oneBurnABlock(200, 100)
+	e, qobs, _ := endpointsAt(t, chain.EndpointsConfig{Quorum: 2}, serveNode(t, a.handle), serveNode(t, editLogs(b, forgeBurn)))
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.BurnRange(chain.CreditsNothing(ctx), []common.Address{contract}, 80, 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys, want := burnKeys(got.Burns), burnsOf(80, 90); keys != want {
+		t.Fatalf("burns %s, want the serving endpoint's %s", keys, want)
+	}
+	if d := qobs.disagreements(); len(d) != 0 {
+		t.Fatalf("disagreements %v, want none", d)
+	}
+	if err := e.Health(ctx); err != nil {
+		t.Fatalf("Health = %v", err)
+	}
+	// Credited reads still need the quorum.
+	if _, err := e.BurnRange(ctx, []common.Address{contract}, 80, 90); !errors.Is(err, chain.ErrQuorumDisagreement) {
+		t.Fatalf("BurnRange = %v, want ErrQuorumDisagreement", err)
+	}
+}

@@ -30,6 +30,19 @@ type FaultObserver interface {
 	NodeFault(endpoint, kind string, n int)
 }
 
+type creditsNothingKey struct{}
+
+// CreditsNothing marks ctx for reads whose result is never credited (head
+// tracking's pending payments): BurnRange under it neither confirms logs in
+// receipts nor asks a quorum, and reads from the serving endpoint alone.
+// The bloom check still runs. Nodes a block apart at the head would
+// otherwise disagree on every read and demote each other.
+func CreditsNothing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, creditsNothingKey{}, true)
+}
+
+func creditsNothing(ctx context.Context) bool { return ctx.Value(creditsNothingKey{}) != nil }
+
 // rpcReceipt is the part of a receipt the cross-check reads; pointers make
 // a missing field an error rather than a zero.
 type rpcReceipt struct {

@@ -75,8 +75,10 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	// continuing the one before (the first continues the cursor's block).
 	var burns []chain.Burn
 	prev := cur.Hash
+	// Nothing read here is credited: no receipts, no quorum.
+	rctx := chain.CreditsNothing(ctx)
 	for next := from; next <= to; {
-		r, err := w.node.BurnRange(ctx, w.cfg.Contracts, uint64(next), uint64(to))
+		r, err := w.node.BurnRange(rctx, w.cfg.Contracts, uint64(next), uint64(to))
 		if err != nil {
 			return HeadTotals{}, fmt.Errorf("fetching burns of blocks [%d, %d] above the target: %w", next, to, err)
 		}
