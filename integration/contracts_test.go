@@ -131,21 +131,31 @@ func TestSeveralContractsInOneGroup(t *testing.T) {
 	first := startProc(t, "replica-a", pollerEnv(r.dbURL, r.info.RPCURL, r.info, r.addr, "MAX_BLOCK_RANGE=20"), "poller")
 	r.lastBurn = max(r.lastBurn, lastB)
 	r.caughtUp(2 * time.Minute)
-	first.signal(syscall.SIGTERM)
-	if c := first.wait(t, time.Minute); c != 0 {
-		t.Fatalf("replica exited %d", c)
-	}
-	joinedAfter := cursorBlock(t, r.pool)
 	if rows := tableRowsOf(t, r.pool, b); len(rows) != 0 {
 		t.Fatalf("%d payments of the second contract before it was configured", len(rows))
 	}
 
-	// More of both, then the group follows both: B's history below the
-	// cursor is backfilled, from its first block.
-	r.lastBurn = max(sendBurns(t, r.info, 6, 2), emit(6))
+	// A rolling update: a replica that follows both joins the running one.
+	// B's history below the cursor it joins at is backfilled from its first
+	// block; the old replica, lacking B, stands by from then on.
 	addr := freeAddr(t)
 	both := fmt.Sprintf("BURN_CONTRACT=%s,%s@%d", a.Hex(), strings.ToLower(b.Hex()), deployedAt)
 	second := startProc(t, "replica-ab", pollerEnv(r.dbURL, r.info.RPCURL, r.info, addr, both, "MAX_BLOCK_RANGE=20"), "poller")
+	var liveFrom, firstBlock int64
+	waitFor(t, 2*time.Minute, "B recorded in the group", func() bool {
+		err := r.pool.QueryRow(context.Background(), `SELECT live_from, first_block FROM group_contracts WHERE contract = $1`,
+			strings.ToLower(b.Hex())).Scan(&liveFrom, &firstBlock)
+		return err == nil
+	})
+	if firstBlock != int64(deployedAt) || liveFrom <= int64(lastB) {
+		t.Fatalf("B followed from %d with history from %d; want history from %d and its burns (up to %d) below", liveFrom, firstBlock, deployedAt, lastB)
+	}
+	waitFor(t, time.Minute, "the old replica refusing to write", func() bool {
+		c, body := readyz(r.addr)
+		return c == http.StatusServiceUnavailable && strings.Contains(body, "BURN_CONTRACT lacks a contract the group follows")
+	})
+	// More of both while the history is read.
+	r.lastBurn = max(sendBurns(t, r.info, 6, 2), emit(6))
 	waitFor(t, 2*time.Minute, "the cursor past the new burns and B's history complete", func() bool {
 		var pending int
 		if err := r.pool.QueryRow(context.Background(), `SELECT count(*) FROM group_contracts WHERE backfilled_at IS NULL`).Scan(&pending); err != nil {
@@ -154,32 +164,14 @@ func TestSeveralContractsInOneGroup(t *testing.T) {
 		return pending == 0 && cursorBlock(t, r.pool) >= int64(r.lastBurn)
 	})
 	waitFor(t, time.Minute, "readiness", func() bool { c, _ := readyz(addr); return c == http.StatusOK })
-	var liveFrom, firstBlock int64
-	if err := r.pool.QueryRow(context.Background(), `SELECT live_from, first_block FROM group_contracts WHERE contract = $1`,
-		strings.ToLower(b.Hex())).Scan(&liveFrom, &firstBlock); err != nil {
-		t.Fatal(err)
-	}
-	if liveFrom != joinedAfter+1 || firstBlock != int64(deployedAt) {
-		t.Fatalf("B followed from %d with history from %d; want %d and %d", liveFrom, firstBlock, joinedAfter+1, deployedAt)
-	}
 	if v, ok := scrape(addr, fmt.Sprintf(`burnpoller_contract_backfill_remaining_blocks{contract=%q}`, strings.ToLower(b.Hex()))); !ok || v != 0 {
 		t.Fatalf("burnpoller_contract_backfill_remaining_blocks = %v (%v), want 0", v, ok)
 	}
-
-	// A replica that lists A alone refuses to write and says why.
-	addrA := freeAddr(t)
-	stale := startProc(t, "replica-stale", pollerEnv(r.dbURL, r.info.RPCURL, r.info, addrA), "poller")
-	second.signal(syscall.SIGTERM)
-	if c := second.wait(t, time.Minute); c != 0 {
-		t.Fatalf("replica exited %d", c)
-	}
-	waitFor(t, time.Minute, "the stale replica refusing to write", func() bool {
-		c, body := readyz(addrA)
-		return c == http.StatusServiceUnavailable && strings.Contains(body, "BURN_CONTRACT lacks a contract the group follows")
-	})
-	stale.signal(syscall.SIGTERM)
-	if c := stale.wait(t, time.Minute); c != 0 {
-		t.Fatalf("stale replica exited %d", c)
+	for _, p := range []*proc{first, second} {
+		p.signal(syscall.SIGTERM)
+		if c := p.wait(t, time.Minute); c != 0 {
+			t.Fatalf("%s exited %d", p.name, c)
+		}
 	}
 
 	to := uint64(cursorBlock(t, r.pool))
