@@ -146,12 +146,6 @@ func (n *receiptNode) handle(method string, params []json.RawMessage) (any, erro
 	return nil, fmt.Errorf("unexpected %s", method)
 }
 
-func (n *receiptNode) set(f func(*receiptNode)) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	f(n)
-}
-
 // requestMethods lists the methods of every request, a batch as "a+b".
 func (n *receiptNode) requestMethods() []string {
 	n.mu.Lock()

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/chain"
@@ -30,21 +33,22 @@ func (*endpointsCounter) Active(string)             {}
 // nodeCeiling reads every burn up to target as the poller does (same
 // endpoint logic, default MAX_BLOCK_RANGE), decodes it and stores nothing
 // but the rows for the Postgres ceiling, which are not timed.
-func nodeCeiling(ctx context.Context, info devchain.Info, target uint64) ([][]any, Rate, error) {
+func nodeCeiling(ctx context.Context, info devchain.Info, target uint64) ([][]any, []common.Hash, Rate, error) {
 	counter := &endpointsCounter{}
 	cl, err := chain.Dial(ctx, info.RPCURL, chain.Options{Timeout: time.Minute, Observer: counter})
 	if err != nil {
-		return nil, Rate{}, err
+		return nil, nil, Rate{}, err
 	}
 	eps := chain.NewEndpoints([]*chain.Client{cl}, chain.EndpointsConfig{
 		ChainID: info.ChainID, Finality: chain.FinalityFinalized, MaxRange: 2000,
 	}, counter, slog.New(slog.DiscardHandler))
 	defer eps.Close()
 	if _, err := eps.Target(ctx); err != nil {
-		return nil, Rate{}, err
+		return nil, nil, Rate{}, err
 	}
 	var (
 		rows    [][]any
+		blocks  []common.Hash
 		elapsed time.Duration
 	)
 	for from := uint64(0); from <= target; {
@@ -52,12 +56,49 @@ func nodeCeiling(ctx context.Context, info devchain.Info, target uint64) ([][]an
 		r, err := eps.BurnRange(ctx, []common.Address{info.BurnContract}, from, target)
 		elapsed += time.Since(start)
 		if err != nil {
-			return nil, Rate{}, err
+			return nil, nil, Rate{}, err
 		}
 		rows = appendRows(rows, info.ChainID, r.Burns)
+		for _, b := range r.Burns {
+			if len(blocks) == 0 || blocks[len(blocks)-1] != b.BlockHash {
+				blocks = append(blocks, b.BlockHash)
+			}
+		}
 		from = r.To.Number + 1
 	}
-	return rows, Rate{Items: len(rows), Seconds: elapsed.Seconds(), PerSec: float64(len(rows)) / elapsed.Seconds(), Calls: counter.calls}, nil
+	return rows, blocks, Rate{Items: len(rows), Seconds: elapsed.Seconds(), PerSec: float64(len(rows)) / elapsed.Seconds(), Calls: counter.calls}, nil
+}
+
+// receiptsCeiling is the node alone serving the receipts of every block
+// holding a burn: raw eth_getBlockReceipts by hash, four per batch as the
+// poller asks them, the replies read but not decoded. It is what the
+// receipts check (VERIFY_RECEIPTS) costs the node, without our code.
+func receiptsCeiling(ctx context.Context, url string, blocks []common.Hash, burns int) (Rate, error) {
+	c, err := rpc.DialContext(ctx, url)
+	if err != nil {
+		return Rate{}, err
+	}
+	defer c.Close()
+	start := time.Now()
+	calls := 0
+	for chunk := range slices.Chunk(blocks, 4) {
+		raws := make([]json.RawMessage, len(chunk))
+		elems := make([]rpc.BatchElem, len(chunk))
+		for i, h := range chunk {
+			elems[i] = rpc.BatchElem{Method: "eth_getBlockReceipts", Args: []any{h}, Result: &raws[i]}
+		}
+		if err := c.BatchCallContext(ctx, elems); err != nil {
+			return Rate{}, err
+		}
+		for _, el := range elems {
+			if el.Error != nil {
+				return Rate{}, el.Error
+			}
+		}
+		calls++
+	}
+	took := time.Since(start)
+	return Rate{Items: burns, Seconds: took.Seconds(), PerSec: float64(burns) / took.Seconds(), Calls: calls}, nil
 }
 
 // pgCeiling COPYs the rows into a fresh payments table with its indexes

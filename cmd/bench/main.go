@@ -138,7 +138,7 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 	log.Info("seeded", slog.Uint64("head", head), slog.Uint64("finalized", target), slog.Float64("seconds", res.SeedSeconds))
 
 	// Ceiling (a): the node, with the poller's own chunking.
-	rows, nodeRate, err := nodeCeiling(ctx, b.info, target)
+	rows, blocks, nodeRate, err := nodeCeiling(ctx, b.info, target)
 	if err != nil {
 		return nil, fmt.Errorf("node ceiling: %w", err)
 	}
@@ -147,6 +147,10 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 	}
 	res.NodeCeiling = nodeRate
 	log.Info("node ceiling", slog.Float64("burns_per_second", nodeRate.PerSec), slog.Int("calls", nodeRate.Calls))
+	if res.ReceiptsCeiling, err = receiptsCeiling(ctx, b.info.RPCURL, blocks, len(rows)); err != nil {
+		return nil, fmt.Errorf("receipts ceiling: %w", err)
+	}
+	log.Info("receipts ceiling", slog.Float64("burns_per_second", res.ReceiptsCeiling.PerSec), slog.Int("batches", res.ReceiptsCeiling.Calls))
 
 	// Ceiling (b): Postgres, COPY into the real payments table.
 	pgRate, err := pgCeiling(ctx, o.database, rows)

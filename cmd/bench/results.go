@@ -16,6 +16,9 @@ type Results struct {
 	SeedSeconds float64 `json:"seed_seconds"`
 	NodeCeiling Rate    `json:"node_ceiling"`
 	PGCeiling   Rate    `json:"postgres_ceiling"`
+	// ReceiptsCeiling is the node serving the receipts of every block
+	// holding a burn (raw eth_getBlockReceipts, not decoded).
+	ReceiptsCeiling Rate `json:"receipts_ceiling"`
 	// SharedCeiling is node and Postgres together on this machine: fetch
 	// and COPY pipelined, no burnpoller (they share the same cores).
 	SharedCeiling  Rate     `json:"node_and_postgres_together"`
