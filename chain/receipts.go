@@ -95,16 +95,23 @@ func (c *Client) crossCheck(ctx context.Context, r *Range, logs []types.Log, con
 			return c.badReply("eth_getBlockReceipts", err)
 		}
 		replied := byBlock[h.Number]
-		if verify {
-			for _, l := range replied {
-				if err := confirmed(l, got); err != nil {
-					c.fault(FaultUnconfirmedBurn, 1)
-					return c.badReply("eth_getLogs", err)
-				}
+		inReceipts := make(map[logKey]*types.Log, len(got))
+		for i := range got {
+			inReceipts[logKey{got[i].TxHash, got[i].Index}] = &got[i]
+		}
+		inReply := make(map[logKey]bool, len(replied))
+		for _, l := range replied {
+			inReply[logKey{l.TxHash, l.Index}] = true
+			if !verify {
+				continue
+			}
+			if err := confirmed(l, inReceipts[logKey{l.TxHash, l.Index}]); err != nil {
+				c.fault(FaultUnconfirmedBurn, 1)
+				return c.badReply("eth_getLogs", err)
 			}
 		}
 		for _, l := range got {
-			if !slices.ContainsFunc(replied, func(x types.Log) bool { return x.TxHash == l.TxHash && x.Index == l.Index }) {
+			if !inReply[logKey{l.TxHash, l.Index}] {
 				hidden = append(hidden, l)
 			}
 		}
@@ -184,19 +191,17 @@ func burnsInReceipts(rs []rpcReceipt, h Header, contracts []common.Address) ([]t
 	return out, nil
 }
 
-// confirmed returns nil when the receipts' burn logs hold l exactly.
-func confirmed(l types.Log, receipts []types.Log) error {
-	for _, rl := range receipts {
-		if rl.TxHash != l.TxHash || rl.Index != l.Index {
-			continue
-		}
-		if rl.Address != l.Address || !slices.Equal(rl.Topics, l.Topics) || !slices.Equal(rl.Data, l.Data) || rl.BlockHash != l.BlockHash {
-			return fmt.Errorf("%w: log %d of tx %s differs from the one in its receipt", ErrBadReply, l.Index, l.TxHash.Hex())
-		}
-		return nil
+// confirmed returns nil when rl, the receipts' log at l's position (nil
+// when there is none), is l exactly.
+func confirmed(l types.Log, rl *types.Log) error {
+	if rl == nil {
+		return fmt.Errorf("%w: log %d of tx %s in block %d is not in the transaction's receipt, or the transaction failed",
+			ErrBadReply, l.Index, l.TxHash.Hex(), l.BlockNumber)
 	}
-	return fmt.Errorf("%w: log %d of tx %s in block %d is not in the transaction's receipt, or the transaction failed",
-		ErrBadReply, l.Index, l.TxHash.Hex(), l.BlockNumber)
+	if rl.Address != l.Address || !slices.Equal(rl.Topics, l.Topics) || !slices.Equal(rl.Data, l.Data) || rl.BlockHash != l.BlockHash {
+		return fmt.Errorf("%w: log %d of tx %s differs from the one in its receipt", ErrBadReply, l.Index, l.TxHash.Hex())
+	}
+	return nil
 }
 
 // receipts reads the receipts of blocks, by block hash: eth_getBlockReceipts
