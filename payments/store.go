@@ -95,6 +95,24 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// ErrReadOnly means the server refuses writes: a standby, or a primary
+// that was demoted. Connections to it are dropped (see the pool's
+// OnPgError); readiness says so meanwhile.
+var ErrReadOnly = errors.New("database is read-only (a standby?)")
+
+// Writable returns nil when a session of the pool may write, ErrReadOnly
+// when the server it reaches refuses writes, or the failure to ask.
+func (s *Store) Writable(ctx context.Context) error {
+	var ro string
+	if err := s.pool.QueryRow(ctx, `SELECT current_setting('transaction_read_only')`).Scan(&ro); err != nil {
+		return fmt.Errorf("asking the database: %w", interpret(err))
+	}
+	if ro == "on" {
+		return ErrReadOnly
+	}
+	return nil
+}
+
 // SeedCursor creates cursor id at block, with that block's hash ("" when
 // unknown), if it does not exist yet, and returns the cursor as it now
 // stands; an existing cursor is left as it is.

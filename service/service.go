@@ -17,6 +17,7 @@ import (
 
 	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/db/migrations"
+	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/probe"
 	"github.com/burnpoller/burnpoller/webhooks"
@@ -236,7 +237,10 @@ func (s *Service) live() error {
 func (s *Service) checks() []probe.Check {
 	return []probe.Check{
 		{Name: "database", Func: func(ctx context.Context) error {
-			if s.deps.Store.Ping(ctx) != nil {
+			switch err := s.deps.Store.Writable(ctx); {
+			case errors.Is(err, payments.ErrReadOnly):
+				return errors.New("read-only")
+			case err != nil:
 				return errors.New("unreachable")
 			}
 			return nil

@@ -1,7 +1,10 @@
 package service
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,6 +52,12 @@ type Deps struct {
 	Store *payments.Store
 	Nodes *chain.Endpoints
 	Log   *slog.Logger
+	// Sessions is the pool for what needs a session of its own
+	// (migrations); nil means Pool. CheckSessions asks that it be probed
+	// first (it is DATABASE_URL, which may go through a transaction
+	// pooler), so that a pooler gives one clear refusal.
+	Sessions      *pgxpool.Pool
+	CheckSessions func(ctx context.Context, what string) error
 }
 
 // Prepare waits, with back-off, for the database, the schema (applying the
@@ -80,13 +89,29 @@ func Prepare(ctx context.Context, p Prep, d Deps, beat func()) (*payments.Hook, 
 	if err := retry("database unreachable", func() error {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return d.Store.Ping(pctx)
+		err := d.Store.Ping(pctx)
+		if tlsRefused(err) {
+			// Waiting will not make the certificate trusted: the
+			// connection string (sslmode, sslrootcert, host) is wrong.
+			return backoff.Permanent(fmt.Errorf("%w: the database's TLS does not verify with DATABASE_URL's settings (sslmode, sslrootcert, host name): %w", ErrRefused, err))
+		}
+		return err
 	}); err != nil {
 		return nil, err
 	}
 	if p.Migrate {
+		sessions := cmp.Or(d.Sessions, d.Pool)
 		err := retry("migrating failed", func() error {
-			from, err := Migrate(ctx, d.Pool)
+			if d.CheckSessions != nil {
+				err := d.CheckSessions(ctx, "MIGRATE=true (the migrations' lock)")
+				if errors.Is(err, payments.ErrNoSessions) {
+					return backoff.Permanent(fmt.Errorf("%w: %w", ErrRefused, err))
+				}
+				if err != nil {
+					return err
+				}
+			}
+			from, err := Migrate(ctx, sessions)
 			if err == nil && from != migrations.Latest() {
 				log.Info("migrated the database", slog.Int("from", int(from)), slog.Int("to", int(migrations.Latest())))
 			}
@@ -174,6 +199,23 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (int32, error) {
 	}
 	defer conn.Release()
 	return migrations.Migrate(ctx, conn.Conn())
+}
+
+// tlsRefused says a connection failed on TLS: a certificate that does not
+// verify (unknown authority, another host name, expired), or a server that
+// refuses TLS where the connection string requires it.
+func tlsRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		verify   *tls.CertificateVerificationError
+	)
+	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) ||
+		strings.Contains(err.Error(), "server refused TLS connection")
 }
 
 // permanentUnlessConnection lets connection trouble be retried, and a lock

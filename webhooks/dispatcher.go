@@ -37,6 +37,10 @@ type Config struct {
 	// Poll is how often, without a notification, the dispatcher looks for
 	// new events and due retries; zero means one second.
 	Poll time.Duration
+	// Listen, if set, is the pool the wake-up session (LISTEN) comes from:
+	// one that reaches Postgres itself, not a transaction pooler. Nil
+	// means the dispatcher's pool.
+	Listen *pgxpool.Pool
 	// Batch is the most deliveries one endpoint claims at once; zero means 8.
 	Batch int
 	// Backoff, if set, replaces Backoff (tests).
@@ -190,7 +194,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 func (d *Dispatcher) listen(ctx context.Context, wake chan<- struct{}) {
 	for ctx.Err() == nil {
 		err := func() error {
-			c, err := d.pool.Acquire(ctx)
+			pool := d.pool
+			if d.cfg.Listen != nil {
+				pool = d.cfg.Listen
+			}
+			c, err := pool.Acquire(ctx)
 			if err != nil {
 				return err
 			}

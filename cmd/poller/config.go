@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/kelseyhightower/envconfig"
 
@@ -31,6 +32,9 @@ import (
 // interface: other tools drive the binary through them.
 type Config struct {
 	DatabaseURL          string        `envconfig:"DATABASE_URL" secret:"true" desc:"Postgres connection string (URL or key=value); required"`
+	DatabaseDirectURL    string        `envconfig:"DATABASE_DIRECT_URL" secret:"true" desc:"connection string that reaches Postgres itself, not through a transaction pooler, for what needs a session: migrations (a session lock) and LISTEN (events --follow, tail, webhook wake-ups); default DATABASE_URL"`
+	DatabaseExecMode     string        `envconfig:"DATABASE_EXEC_MODE" default:"cache_describe" desc:"how statements are sent (pgx's exec modes): cache_describe (unnamed statements, descriptions cached: works through PgBouncer in transaction mode, any version, and direct), cache_statement (named prepared statements: direct, or PgBouncer >= 1.21 with max_prepared_statements set), describe_exec, exec or simple_protocol"`
+	DatabaseMaxConns     int32         `envconfig:"DATABASE_MAX_CONNS" default:"4" desc:"most connections each pool of a process opens (1 to 100): the ledger's, and the webhook deliveries' when WEBHOOK_URL is set"`
 	RPCURL               string        `envconfig:"RPC_URL" secret:"true" desc:"JSON-RPC endpoints of the chain (http, https, ws, wss), comma-separated in order of preference; required"`
 	RPCWSURL             string        `envconfig:"RPC_WS_URL" secret:"true" desc:"optional WebSocket endpoint (ws, wss) for newHeads: a new head ends the wait after reaching the target at once; polling goes on if it drops"`
 	ChainID              uint64        `envconfig:"CHAIN_ID" desc:"chain id the node must report; required"`
@@ -207,7 +211,18 @@ func (c *Config) validate(s scope) []string {
 	if c.DatabaseURL == "" {
 		add("DATABASE_URL: required (e.g. postgres://user:password@host:5432/db)")
 	} else if _, err := pgconn.ParseConfig(c.DatabaseURL); err != nil {
-		add("DATABASE_URL: not a valid Postgres connection string")
+		add("DATABASE_URL: not a valid Postgres connection string%s", dsnProblem(err))
+	}
+	if c.DatabaseDirectURL != "" {
+		if _, err := pgconn.ParseConfig(c.DatabaseDirectURL); err != nil {
+			add("DATABASE_DIRECT_URL: not a valid Postgres connection string%s", dsnProblem(err))
+		}
+	}
+	if _, ok := execModes[c.DatabaseExecMode]; !ok {
+		add("DATABASE_EXEC_MODE: %q is not one of cache_describe, cache_statement, describe_exec, exec, simple_protocol", c.DatabaseExecMode)
+	}
+	if c.DatabaseMaxConns < 1 || c.DatabaseMaxConns > 100 {
+		add("DATABASE_MAX_CONNS: %d is not between 1 and 100", c.DatabaseMaxConns)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -471,7 +486,7 @@ func redactSecret(key, value string) string {
 			parts = append(parts, chain.RedactURL(strings.TrimSpace(u)))
 		}
 		return strings.Join(parts, ",")
-	case "DATABASE_URL":
+	case "DATABASE_URL", "DATABASE_DIRECT_URL":
 		return redactDatabaseURL(value)
 	case "WEBHOOK_URL":
 		eps, err := webhooks.ParseEndpoints(value)
@@ -503,6 +518,35 @@ func redactDatabaseURL(dsn string) string {
 		return v.url(scheme)
 	}
 	return v.keywordValue()
+}
+
+// execModes are DATABASE_EXEC_MODE's values.
+var execModes = map[string]pgx.QueryExecMode{
+	"cache_describe":  pgx.QueryExecModeCacheDescribe,
+	"cache_statement": pgx.QueryExecModeCacheStatement,
+	"describe_exec":   pgx.QueryExecModeDescribeExec,
+	"exec":            pgx.QueryExecModeExec,
+	"simple_protocol": pgx.QueryExecModeSimpleProtocol,
+}
+
+// dsnProblem is why pgx could not parse a connection string, when that is
+// a TLS file it could not use (": <cause>"): pgx's own message quotes the
+// string, and other causes (a URL that does not parse) may quote the
+// password, so they are left out ("").
+func dsnProblem(err error) string {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) || pe.Unwrap() == nil {
+		return ""
+	}
+	cause := pe.Unwrap()
+	var ue *url.Error
+	if errors.As(cause, &ue) {
+		return ""
+	}
+	if msg := cause.Error(); strings.Contains(msg, "TLS") || strings.Contains(msg, "cert") || strings.Contains(msg, "CA file") || strings.Contains(msg, "key") {
+		return ": " + msg
+	}
+	return ""
 }
 
 // redacted stands for a secret value in output.

@@ -76,6 +76,11 @@ func TestEveryBadValueIsNamed(t *testing.T) {
 	}{
 		{"DATABASE_URL", "<unset>"},
 		{"DATABASE_URL", "postgres://a:b@host:notaport/db"},
+		{"DATABASE_URL", "postgres://a:b@host/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem"},
+		{"DATABASE_DIRECT_URL", "postgres://a:b@host:notaport/db"},
+		{"DATABASE_EXEC_MODE", "prepared"},
+		{"DATABASE_MAX_CONNS", "0"},
+		{"DATABASE_MAX_CONNS", "many"},
 		{"RPC_URL", "<unset>"},
 		{"RPC_URL", "ftp://node.example"},
 		{"RPC_URL", "node.example:8545"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -47,7 +48,7 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "poller %s: --since %d is negative\n", name, *since)
 		return exitUsage
 	}
-	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, _ Config, log *slog.Logger, pool *pgxpool.Pool) int {
+	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int {
 		p := &eventPrinter{store: payments.NewStore(pool), w: stdout, asJSON: *asJSON, last: max(*since, 0)}
 		if *since < 0 && name == "tail" {
 			p.last = -1 // from the last event when it first connects
@@ -59,9 +60,21 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 			}
 			return exitOK
 		}
+		// LISTEN needs a session of its own: DATABASE_DIRECT_URL when
+		// DATABASE_URL goes through a transaction pooler.
+		sessions, direct, err := newSessionPool(ctx, cfg, "burnpoller-events")
+		if err != nil {
+			log.Error("connecting to the database", slog.Any("err", err))
+			return exitUsage
+		}
+		defer sessions.Close()
+		if err := checkSessions(ctx, sessions, direct, "--follow (LISTEN)"); errors.Is(err, payments.ErrNoSessions) {
+			log.Error("following events", slog.Any("err", err))
+			return exitUsage
+		}
 		b := service.StartupBackoff()
 		for ctx.Err() == nil {
-			err := p.follow(ctx, pool)
+			err := p.follow(ctx, sessions)
 			if ctx.Err() != nil {
 				break
 			}

@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/db/migrations"
+	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/service"
 )
 
@@ -137,8 +139,23 @@ func reportProblems(stderr io.Writer, problems []string) int {
 }
 
 func cmdMigrate(stdout, stderr io.Writer) int {
-	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, _ Config, log *slog.Logger, pool *pgxpool.Pool) int {
-		from, err := service.Migrate(ctx, pool)
+	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, cfg Config, log *slog.Logger, _ *pgxpool.Pool) int {
+		// tern holds a session lock: DATABASE_DIRECT_URL when
+		// DATABASE_URL goes through a transaction pooler.
+		sessions, direct, err := newSessionPool(ctx, cfg, "burnpoller-migrate")
+		if err != nil {
+			log.Error("connecting to the database", slog.Any("err", err))
+			return exitUsage
+		}
+		defer sessions.Close()
+		if err := checkSessions(ctx, sessions, direct, "poller migrate (the migrations' lock)"); err != nil {
+			log.Error("migrating", slog.Any("err", err))
+			if errors.Is(err, payments.ErrNoSessions) {
+				return exitUsage
+			}
+			return exitFailure
+		}
+		from, err := service.Migrate(ctx, sessions)
 		if err != nil {
 			log.Error("migrating", slog.Any("err", err))
 			return exitFailure

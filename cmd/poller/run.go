@@ -46,6 +46,10 @@ func cmdRun(args []string, stderr io.Writer) int {
 			return exitFailure
 		}
 		defer hookPool.Close()
+		// Wake-ups (LISTEN) need a session: DATABASE_DIRECT_URL's when set.
+		// Through a transaction pooler without it they never come, and
+		// deliveries are found by polling, every second.
+		wcfg.Listen = pt.sessions
 		dispatcher = webhooks.New(wcfg, hookPool, pt.reg, c.log)
 	}
 	svc, err := service.New(service.Config{

@@ -10,10 +10,12 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -57,6 +59,10 @@ type parts struct {
 	pool    *pgxpool.Pool
 	store   *payments.Store
 	nodes   *chain.Endpoints
+	// sessions is the pool for migrations and LISTEN (see
+	// newSessionPool); direct says it is DATABASE_DIRECT_URL's.
+	sessions *pgxpool.Pool
+	direct   bool
 }
 
 // open builds the parts; readOnly makes every database session read-only.
@@ -70,22 +76,30 @@ func (c *command) open(readOnly bool) (*parts, error) {
 	}
 	store := payments.NewStore(pool)
 	reg.MustRegister(poller.NewQueueUsageCollector(store.NotificationQueueUsage, 2*time.Second))
+	sessions, direct, err := newSessionPool(c.ctx, c.cfg, "burnpoller-session")
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("configuring the database pool: %w", err)
+	}
 	nodes, err := dialEndpoints(c.ctx, c.cfg, metrics, c.log)
 	if err != nil {
 		pool.Close()
+		sessions.Close()
 		return nil, fmt.Errorf("configuring the node client: %w", err)
 	}
-	return &parts{reg: reg, metrics: metrics, pool: pool, store: store, nodes: nodes}, nil
+	return &parts{reg: reg, metrics: metrics, pool: pool, store: store, nodes: nodes, sessions: sessions, direct: direct}, nil
 }
 
-// close closes the node clients, then the pool.
+// close closes the node clients, then the pools.
 func (p *parts) close() {
 	p.nodes.Close()
+	p.sessions.Close()
 	p.pool.Close()
 }
 
 func (p *parts) deps(log *slog.Logger) service.Deps {
-	return service.Deps{Pool: p.pool, Store: p.store, Nodes: p.nodes, Log: log}
+	return service.Deps{Pool: p.pool, Store: p.store, Nodes: p.nodes, Log: log, Sessions: p.sessions,
+		CheckSessions: func(ctx context.Context, what string) error { return checkSessions(ctx, p.sessions, p.direct, what) }}
 }
 
 // writerConfig is the contract's writer, before its hook is prepared.
@@ -161,12 +175,62 @@ func dialEndpoints(ctx context.Context, cfg Config, obs chain.EndpointsObserver,
 // newPool opens a pool on DATABASE_URL; its sessions are named app (in
 // pg_stat_activity) unless the URL names them.
 func newPool(ctx context.Context, cfg Config, readOnly bool, app string) (*pgxpool.Pool, error) {
-	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	pc, err := poolConfig(cfg.DatabaseURL, "DATABASE_URL", cfg, readOnly, app)
 	if err != nil {
-		return nil, errors.New("DATABASE_URL is not a valid connection string")
+		return nil, err
 	}
-	// One connection works, one serves probes, the rest absorb a slow release.
-	pc.MaxConns = 4
+	// By default one connection works, one serves probes, the rest absorb
+	// a slow release.
+	pc.MaxConns = cfg.DatabaseMaxConns
+	return pgxpool.NewWithConfig(ctx, pc)
+}
+
+// newSessionPool opens the pool for what needs a session of its own:
+// migrations (tern's session lock) and LISTEN. It reaches Postgres through
+// DATABASE_DIRECT_URL when set, else DATABASE_URL; direct says which.
+// Nothing connects until it is used.
+func newSessionPool(ctx context.Context, cfg Config, app string) (pool *pgxpool.Pool, direct bool, _ error) {
+	dsn, key := cfg.DatabaseURL, "DATABASE_URL"
+	if cfg.DatabaseDirectURL != "" {
+		dsn, key = cfg.DatabaseDirectURL, "DATABASE_DIRECT_URL"
+	}
+	pc, err := poolConfig(dsn, key, cfg, false, app)
+	if err != nil {
+		return nil, false, err
+	}
+	pc.MaxConns = 2
+	pool, err = pgxpool.NewWithConfig(ctx, pc)
+	return pool, cfg.DatabaseDirectURL != "", err
+}
+
+// errNoSessionsHint is what to do when DATABASE_URL goes through a
+// transaction pooler and something needs a session.
+const errNoSessionsHint = "set DATABASE_DIRECT_URL to a connection string that reaches Postgres itself (not the pooler)"
+
+// checkSessions returns an error wrapping payments.ErrNoSessions when pool
+// (made from DATABASE_URL, not direct) does not keep sessions.
+func checkSessions(ctx context.Context, pool *pgxpool.Pool, direct bool, what string) error {
+	if direct {
+		return nil
+	}
+	ok, err := payments.KeepsSessions(ctx, pool.Config().ConnConfig)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("DATABASE_URL: %w: %s needs a session; %s", payments.ErrNoSessions, what, errNoSessionsHint)
+	}
+	return nil
+}
+
+// poolConfig parses dsn (the variable key) with the settings every pool
+// shares: the exec mode, timeouts, the session name, and dropping a
+// connection to a server that turned read-only.
+func poolConfig(dsn, key string, cfg Config, readOnly bool, app string) (*pgxpool.Config, error) {
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a valid connection string%s", key, dsnProblem(err))
+	}
 	pc.MinConns = 0
 	pc.HealthCheckPeriod = 15 * time.Second
 	if pc.ConnConfig.ConnectTimeout == 0 {
@@ -178,7 +242,18 @@ func newPool(ctx context.Context, cfg Config, readOnly bool, app string) (*pgxpo
 	if readOnly {
 		pc.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
-	return pgxpool.NewWithConfig(ctx, pc)
+	// A connection string may name its own mode
+	// (default_query_exec_mode=...); DATABASE_EXEC_MODE applies otherwise.
+	if !strings.Contains(dsn, "default_query_exec_mode") {
+		pc.ConnConfig.DefaultQueryExecMode = execModes[cfg.DatabaseExecMode]
+	}
+	// A server that refuses writes because it is (now) a standby, after a
+	// failover, keeps refusing: its connection is dropped, and the next
+	// one goes where target_session_attrs=read-write finds the primary.
+	pc.ConnConfig.OnPgError = func(_ *pgconn.PgConn, e *pgconn.PgError) bool {
+		return !strings.EqualFold(e.Severity, "FATAL") && e.Code != "25006"
+	}
+	return pc, nil
 }
 
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
