@@ -293,6 +293,9 @@ func TestEveryBadVariableExitsTwo(t *testing.T) {
 	}
 	bad := map[string]string{
 		"DATABASE_URL":           "postgres://a:b@host:notaport/db",
+		"DATABASE_DIRECT_URL":    "postgres://a:b@host:notaport/db",
+		"DATABASE_EXEC_MODE":     "prepared",
+		"DATABASE_MAX_CONNS":     "0",
 		"RPC_URL":                "ftp://node.example",
 		"RPC_WS_URL":             "http://node.example:8546",
 		"CHAIN_ID":               "zero",
