@@ -95,6 +95,12 @@ func Prepare(ctx context.Context, p Prep, d Deps, beat func()) (*payments.Hook, 
 			// connection string (sslmode, sslrootcert, host) is wrong.
 			return backoff.Permanent(fmt.Errorf("%w: the database's TLS does not verify with DATABASE_URL's settings (sslmode, sslrootcert, host name): %w", ErrRefused, err))
 		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && (pgErr.Code == "28000" || pgErr.Code == "28P01") {
+			// Refused credentials, or no pg_hba.conf entry for this
+			// client (e.g. one without TLS where only TLS is allowed).
+			return backoff.Permanent(fmt.Errorf("%w: the database refused DATABASE_URL's credentials or connection settings: %w", ErrRefused, err))
+		}
 		return err
 	}); err != nil {
 		return nil, err
