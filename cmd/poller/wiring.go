@@ -182,7 +182,21 @@ func newPool(ctx context.Context, cfg Config, readOnly bool, app string) (*pgxpo
 	// By default one connection works, one serves probes, the rest absorb
 	// a slow release.
 	pc.MaxConns = cfg.DatabaseMaxConns
-	return pgxpool.NewWithConfig(ctx, pc)
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil || !readOnly {
+		return pool, err
+	}
+	// Read-only sessions are asked for with a startup parameter, which a
+	// pooler may refuse (PgBouncer: "unsupported startup parameter").
+	// Setting it per session instead would leak to other clients of a
+	// transaction pooler, so such a pool reads without it: the commands
+	// that ask for it only read.
+	if err := pool.Ping(ctx); err != nil && strings.Contains(err.Error(), "unsupported startup parameter") {
+		pool.Close()
+		delete(pc.ConnConfig.RuntimeParams, "default_transaction_read_only")
+		return pgxpool.NewWithConfig(ctx, pc)
+	}
+	return pool, nil
 }
 
 // newSessionPool opens the pool for what needs a session of its own:
