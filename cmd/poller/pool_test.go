@@ -24,7 +24,7 @@ func TestPoolConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		cfg := Config{DatabaseURL: tt.dsn, DatabaseExecMode: tt.mode, DatabaseMaxConns: 7}
-		pc, err := poolConfig(tt.dsn, "DATABASE_URL", cfg, false, "test")
+		pc, _, err := poolConfig(tt.dsn, "DATABASE_URL", cfg, false, "test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestPoolConfig(t *testing.T) {
 		t.Fatalf("MaxConns %d, want 7", p.Config().MaxConns)
 	}
 	// A TLS file pgx cannot read is named; the password is not.
-	_, err = poolConfig("postgres://u:secretpw@h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem", "DATABASE_URL", cfg, false, "test")
+	_, _, err = poolConfig("postgres://u:secretpw@h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem", "DATABASE_URL", cfg, false, "test")
 	if err == nil || !strings.Contains(err.Error(), "unable to read CA file") || strings.Contains(err.Error(), "secretpw") {
 		t.Fatalf("error %v: want the CA file named, the password not", err)
 	}

@@ -175,14 +175,14 @@ func dialEndpoints(ctx context.Context, cfg Config, obs chain.EndpointsObserver,
 // newPool opens a pool on DATABASE_URL; its sessions are named app (in
 // pg_stat_activity) unless the URL names them.
 func newPool(ctx context.Context, cfg Config, readOnly bool, app string) (*pgxpool.Pool, error) {
-	pc, err := poolConfig(cfg.DatabaseURL, "DATABASE_URL", cfg, readOnly, app)
+	pc, ref, err := poolConfig(cfg.DatabaseURL, "DATABASE_URL", cfg, readOnly, app)
 	if err != nil {
 		return nil, err
 	}
 	// By default one connection works, one serves probes, the rest absorb
 	// a slow release.
 	pc.MaxConns = cfg.DatabaseMaxConns
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	pool, err := ref.open(ctx, pc)
 	if err != nil || !readOnly {
 		return pool, err
 	}
@@ -194,7 +194,7 @@ func newPool(ctx context.Context, cfg Config, readOnly bool, app string) (*pgxpo
 	if err := pool.Ping(ctx); err != nil && strings.Contains(err.Error(), "unsupported startup parameter") {
 		pool.Close()
 		delete(pc.ConnConfig.RuntimeParams, "default_transaction_read_only")
-		return pgxpool.NewWithConfig(ctx, pc)
+		return ref.open(ctx, pc)
 	}
 	return pool, nil
 }
@@ -208,12 +208,16 @@ func newSessionPool(ctx context.Context, cfg Config, app string) (pool *pgxpool.
 	if cfg.DatabaseDirectURL != "" {
 		dsn, key = cfg.DatabaseDirectURL, "DATABASE_DIRECT_URL"
 	}
-	pc, err := poolConfig(dsn, key, cfg, false, app)
+	pc, ref, err := poolConfig(dsn, key, cfg, false, app)
 	if err != nil {
 		return nil, false, err
 	}
 	pc.MaxConns = 2
-	pool, err = pgxpool.NewWithConfig(ctx, pc)
+	// Used at start (migrations) and by one held LISTEN session: an idle
+	// connection is not kept (on a server that may since have been
+	// demoted, say).
+	pc.MaxConnIdleTime = time.Minute
+	pool, err = ref.open(ctx, pc)
 	return pool, cfg.DatabaseDirectURL != "", err
 }
 
@@ -240,10 +244,10 @@ func checkSessions(ctx context.Context, pool *pgxpool.Pool, direct bool, what st
 // poolConfig parses dsn (the variable key) with the settings every pool
 // shares: the exec mode, timeouts, the session name, and dropping a
 // connection to a server that turned read-only.
-func poolConfig(dsn, key string, cfg Config, readOnly bool, app string) (*pgxpool.Config, error) {
+func poolConfig(dsn, key string, cfg Config, readOnly bool, app string) (*pgxpool.Config, *poolRef, error) {
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a valid connection string%s", key, dsnProblem(err))
+		return nil, nil, fmt.Errorf("%s is not a valid connection string%s", key, dsnProblem(err))
 	}
 	pc.MinConns = 0
 	pc.HealthCheckPeriod = 15 * time.Second
@@ -262,13 +266,42 @@ func poolConfig(dsn, key string, cfg Config, readOnly bool, app string) (*pgxpoo
 		pc.ConnConfig.DefaultQueryExecMode = execModes[cfg.DatabaseExecMode]
 	}
 	// A server that refuses writes because it is (now) a standby, after a
-	// failover, keeps refusing: its connection is dropped, and the next
-	// one goes where target_session_attrs=read-write finds the primary.
+	// failover, keeps refusing: the connection that met it is dropped, and
+	// so is every other one of the pool (they reach the same server), so
+	// that the next goes where target_session_attrs=read-write finds the
+	// primary.
+	pool := &poolRef{}
 	pc.ConnConfig.OnPgError = func(_ *pgconn.PgConn, e *pgconn.PgError) bool {
-		return !strings.EqualFold(e.Severity, "FATAL") && e.Code != "25006"
+		if e.Code == "25006" {
+			pool.reset()
+			return false
+		}
+		return !strings.EqualFold(e.Severity, "FATAL")
 	}
-	return pc, nil
+	return pc, pool, nil
 }
+
+// poolRef lets a connection's error handler reach its pool, which exists
+// only once open has made it from the config.
+type poolRef struct{ p atomic.Pointer[pgxpool.Pool] }
+
+// open makes the pool of pc, the config poolConfig returned with r.
+func (r *poolRef) open(ctx context.Context, pc *pgxpool.Config) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err == nil {
+		r.p.Store(pool)
+	}
+	return pool, err
+}
+
+// reset drops the pool's idle connections, and the others as they are
+// released; not from the handler's goroutine, which holds a connection.
+func (r *poolRef) reset() {
+	if p := r.p.Load(); p != nil {
+		go p.Reset()
+	}
+}
+
 
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[cfg.LogLevel]
