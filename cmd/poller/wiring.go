@@ -302,7 +302,6 @@ func (r *poolRef) reset() {
 	}
 }
 
-
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[cfg.LogLevel]
 	opts := &slog.HandlerOptions{Level: level}
