@@ -62,7 +62,7 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 		}
 		// LISTEN needs a session of its own: DATABASE_DIRECT_URL when
 		// DATABASE_URL goes through a transaction pooler.
-		sessions, direct, err := newSessionPool(ctx, cfg, "burnpoller-events")
+		sessions, direct, err := newSessionPool(ctx, cfg, "burnpoller")
 		if err != nil {
 			log.Error("connecting to the database", slog.Any("err", err))
 			return exitUsage

@@ -142,7 +142,7 @@ func cmdMigrate(stdout, stderr io.Writer) int {
 	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, cfg Config, log *slog.Logger, _ *pgxpool.Pool) int {
 		// tern holds a session lock: DATABASE_DIRECT_URL when
 		// DATABASE_URL goes through a transaction pooler.
-		sessions, direct, err := newSessionPool(ctx, cfg, "burnpoller-migrate")
+		sessions, direct, err := newSessionPool(ctx, cfg, "burnpoller")
 		if err != nil {
 			log.Error("connecting to the database", slog.Any("err", err))
 			return exitUsage
