@@ -146,6 +146,10 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 		return nil, fmt.Errorf("the node returned %d burns, %d were sent", len(rows), o.burns)
 	}
 	res.NodeCeiling = nodeRate
+	if res.RawNodeCeiling, err = rawNodeCeiling(ctx, b.info.RPCURL, b.info.BurnContract, target); err != nil {
+		return nil, fmt.Errorf("raw node ceiling: %w", err)
+	}
+	log.Info("raw node ceiling", slog.Float64("burns_per_second", res.RawNodeCeiling.PerSec), slog.Int("calls", res.RawNodeCeiling.Calls))
 	log.Info("node ceiling", slog.Float64("burns_per_second", nodeRate.PerSec), slog.Int("calls", nodeRate.Calls))
 	if res.ReceiptsCeiling, err = receiptsCeiling(ctx, b.info.RPCURL, blocks, len(rows)); err != nil {
 		return nil, fmt.Errorf("receipts ceiling: %w", err)
@@ -181,6 +185,9 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 		cu.BurnsPerSec = float64(o.burns) / cu.Seconds
 		cu.RatioToCeiling = cu.BurnsPerSec / ceiling
 		cu.RatioToShared = cu.BurnsPerSec / shared.PerSec
+		cu.RatioToRawNode = cu.BurnsPerSec / res.RawNodeCeiling.PerSec
+		cu.RatioToCopy = cu.BurnsPerSec / pgRate.PerSec
+		cu.RatioToRawSum = cu.BurnsPerSec * (1/res.RawNodeCeiling.PerSec + 1/pgRate.PerSec)
 		if n == 1 {
 			res.CatchUp1 = cu
 		} else {

@@ -16,6 +16,9 @@ type Results struct {
 	SeedSeconds float64 `json:"seed_seconds"`
 	NodeCeiling Rate    `json:"node_ceiling"`
 	PGCeiling   Rate    `json:"postgres_ceiling"`
+	// RawNodeCeiling is the node alone: eth_getLogs over the whole range in
+	// as few calls as it accepts, through a plain HTTP client, undecoded.
+	RawNodeCeiling Rate `json:"raw_node_ceiling"`
 	// ReceiptsCeiling is the node serving the receipts of every block
 	// holding a burn (raw eth_getBlockReceipts, not decoded).
 	ReceiptsCeiling Rate `json:"receipts_ceiling"`
@@ -50,11 +53,16 @@ type Rate struct {
 
 // CatchUp is one catch-up run.
 type CatchUp struct {
-	Replicas        int     `json:"replicas"`
-	Seconds         float64 `json:"seconds"`
-	BurnsPerSec     float64 `json:"burns_per_second"`
-	RatioToCeiling  float64 `json:"ratio_to_min_ceiling"`
-	RatioToShared   float64 `json:"ratio_to_node_and_postgres_together"`
+	Replicas       int     `json:"replicas"`
+	Seconds        float64 `json:"seconds"`
+	BurnsPerSec    float64 `json:"burns_per_second"`
+	RatioToCeiling float64 `json:"ratio_to_min_ceiling"`
+	RatioToShared  float64 `json:"ratio_to_node_and_postgres_together"`
+	// The ratios to the honest ceilings: the raw node alone, COPY alone,
+	// and the two one after the other (1 / (1/raw + 1/COPY)).
+	RatioToRawNode  float64 `json:"ratio_to_raw_node"`
+	RatioToCopy     float64 `json:"ratio_to_copy"`
+	RatioToRawSum   float64 `json:"ratio_to_raw_node_then_copy"`
 	FirstCommitSecs float64 `json:"first_commit_seconds"`
 	// FailoverMs: with three replicas, the busy lock holder is SIGKILLed
 	// mid catch-up; the time until another replica commits a range.
