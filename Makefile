@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
-.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-micro contracts demo lint compose-check clean
+.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-micro contracts demo lint compose-check clean
 
 # Each fuzz target runs this long; a crash leaves its input in the package's
 # testdata/fuzz, to be committed as a regression seed.
@@ -43,6 +43,13 @@ bench-1m:
 
 bench-seen:
 	go run ./cmd/bench -seen-only -seen 30s -out bench-seen.json
+
+# The sparse first sync: anvil (npm), a proxy adding 80 ms per request and
+# capping eth_getLogs at 10,000 blocks with Alchemy's reply, one replica.
+ANVIL ?= node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil
+bench-sparse:
+	test -x $(ANVIL) || npm install --no-save --no-package-lock @foundry-rs/anvil-linux-amd64@1.7.1
+	go run ./cmd/bench -sparse-only -anvil $(ANVIL) -sparse-blocks 30000 -sparse-burns 300 -out bench-sparse.json
 
 bench-micro:
 	go test -run '^$$' -bench . -benchtime 3s ./chain ./payments

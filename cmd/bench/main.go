@@ -46,6 +46,13 @@ type options struct {
 	seen        time.Duration
 	seenOnly    bool
 	trust       bool
+	// The sparse first sync (sparse.go).
+	sparseOnly    bool
+	anvil         string
+	sparseBlocks  uint64
+	sparseBurns   int
+	sparseLatency time.Duration
+	sparseCap     uint64
 }
 
 func main() {
@@ -61,6 +68,12 @@ func main() {
 	flag.DurationVar(&o.seen, "seen", 30*time.Second, "length of each head-to-seen latency run, polling and with newHeads (0 skips them)")
 	flag.BoolVar(&o.seenOnly, "seen-only", false, "run only the head-to-seen latency phase (no seeding)")
 	flag.BoolVar(&o.trust, "trust", true, "time catch-up with receipts off and with RPC_QUORUM=2 (the node twice)")
+	flag.BoolVar(&o.sparseOnly, "sparse-only", false, "run only the sparse first sync: anvil, a provider-like proxy, one replica")
+	flag.StringVar(&o.anvil, "anvil", "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil", "the anvil binary (npm @foundry-rs/anvil-linux-amd64)")
+	flag.Uint64Var(&o.sparseBlocks, "sparse-blocks", 300_000, "blocks of the sparse chain")
+	flag.IntVar(&o.sparseBurns, "sparse-burns", 3000, "burns on the sparse chain, one per block, spread evenly")
+	flag.DurationVar(&o.sparseLatency, "sparse-latency", 80*time.Millisecond, "the proxy's added latency per request")
+	flag.Uint64Var(&o.sparseCap, "sparse-cap", 10_000, "the proxy's eth_getLogs block cap (Alchemy's reply and suggested range)")
 	flag.StringVar(&o.pollerEnv, "poller-env", "", "extra environment for the replicas, comma-separated K=V (e.g. GOMEMLIMIT=40MiB)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -122,6 +135,20 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 	if o.seenOnly {
 		res.Burns = 0
 		return res, b.seenPhases(ctx, o, res)
+	}
+	if o.sparseOnly {
+		res.Burns = 0
+		for _, env := range [][]string{nil, {"VERIFY_RECEIPTS=false"}} {
+			log.Info("sparse first sync", slog.Any("settings", env))
+			sp, err := b.sparse(ctx, o, env...)
+			if err != nil {
+				return nil, fmt.Errorf("sparse sync: %w", err)
+			}
+			log.Info("sparse first sync", slog.Float64("seconds", sp.Seconds), slog.Float64("blocks_per_second", sp.BlocksPer),
+				slog.Float64("ratio_to_floor", sp.RatioToFloor), slog.Any("calls", sp.Calls))
+			res.Sparse = append(res.Sparse, sp)
+		}
+		return res, nil
 	}
 	log.Info("seeding", slog.Int("burns", o.burns))
 	seedStart := time.Now()

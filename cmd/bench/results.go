@@ -39,6 +39,9 @@ type Results struct {
 	// Trust is catch-up with one replica with each of the cross-checks on
 	// and off: what receipts and a quorum cost.
 	Trust []TrustRun `json:"trust_checks,omitempty"`
+	// Sparse is the first sync of a sparse chain through a provider-like
+	// proxy (-sparse-only).
+	Sparse []*Sparse `json:"sparse_first_sync,omitempty"`
 	// Seen is head-to-seen latency, polling and with newHeads.
 	Seen []*Seen `json:"head_to_seen,omitempty"`
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
@@ -59,6 +60,9 @@ type Faults struct {
 	Hang int
 	// Delay holds every request carrying eth_getLogs this long: a slow node.
 	Delay time.Duration
+	// Latency holds every HTTP request this long, whatever it carries: a
+	// provider a network round trip away.
+	Latency time.Duration
 	// DelayTarget holds every request for a block by tag ("finalized",
 	// "safe", "latest") or eth_blockNumber this long.
 	DelayTarget time.Duration
@@ -112,7 +116,9 @@ type Faults struct {
 
 // Stats counts what the proxy did.
 type Stats struct {
-	Requests       int // HTTP requests
+	Requests int // HTTP requests
+	// Calls counts the JSON-RPC calls by method (a batch's one each).
+	Calls          map[string]int
 	GetLogs        int // eth_getLogs calls seen
 	RangeRefused   int
 	Throttled      int
@@ -177,7 +183,7 @@ func (p *Proxy) Set(f func(*Faults)) {
 
 // delayFor is how long to hold a request made of reqs.
 func (f Faults) delayFor(reqs []request) time.Duration {
-	var d time.Duration
+	d := f.Latency
 	for _, req := range reqs {
 		switch req.Method {
 		case "eth_getLogs":
@@ -209,6 +215,7 @@ func (p *Proxy) Stats() Stats {
 	s.RefusedRanges = append([][2]uint64(nil), p.stats.RefusedRanges...)
 	s.ForgedTxIDs = append([]string(nil), p.stats.ForgedTxIDs...)
 	s.ServedRanges = append([][2]uint64(nil), p.stats.ServedRanges...)
+	s.Calls = maps.Clone(p.stats.Calls)
 	return s
 }
 
@@ -337,6 +344,12 @@ func (p *Proxy) handle(ctx context.Context, reqs []request) ([]response, int, er
 		}
 	}
 	for i, req := range reqs {
+		p.count(func(s *Stats) {
+			if s.Calls == nil {
+				s.Calls = map[string]int{}
+			}
+			s.Calls[req.Method]++
+		})
 		if n, ok := receiptBlock[i]; ok && n < *f.PrunedBelow {
 			p.count(func(s *Stats) { s.PrunedReplies++ })
 			out[i] = prunedReply(req)
