@@ -114,6 +114,9 @@ type Client struct {
 	// noBlockReceipts is set once the node showed it has no usable
 	// eth_getBlockReceipts: receipts are then read per transaction.
 	noBlockReceipts atomic.Bool
+	// receiptBatch is the eth_getBlockReceipts batch size learned from
+	// replies over the cap (0: receiptBlocks).
+	receiptBatch atomic.Int32
 }
 
 // errClosed is the error of a call on a closed Client.

@@ -52,9 +52,12 @@ type rpcReceipt struct {
 	Logs      []types.Log     `json:"logs"`
 }
 
-// receiptBlocks is how many blocks' receipts one batch asks for: a block's
-// receipts can run to megabytes, and a reply is capped at MaxResponseBytes.
-const receiptBlocks = 4
+// receiptBlocks is how many blocks' receipts one batch asks for at first:
+// on a sparse chain a range's few blocks holding burns go in one round
+// trip. A block's receipts can run to megabytes and a reply is capped at
+// MaxResponseBytes: a batch over it is halved, and the smaller size is kept
+// for the client's later batches (Client.receiptBatch).
+const receiptBlocks = 32
 
 // receiptTxs is how many transaction receipts one batch asks for.
 const receiptTxs = 100
@@ -214,7 +217,7 @@ func (c *Client) receipts(ctx context.Context, blocks []Header, logs map[uint64]
 	if c.noBlockReceipts.Load() {
 		byTx = blocks
 	} else {
-		for chunk := range slices.Chunk(blocks, receiptBlocks) {
+		for chunk := range slices.Chunk(blocks, c.receiptBatchSize()) {
 			left, err := c.blockReceipts(ctx, chunk, out)
 			if err != nil {
 				return nil, err
@@ -266,6 +269,7 @@ func (c *Client) blockReceipts(ctx context.Context, blocks []Header, out map[com
 		return blocks, nil
 	case errors.Is(err, ErrResponseTooLarge) && len(blocks) > 1:
 		half := len(blocks) / 2
+		c.shrinkReceiptBatch(half)
 		l1, err := c.blockReceipts(ctx, blocks[:half], out)
 		if err != nil {
 			return nil, err
@@ -285,6 +289,24 @@ func (c *Client) blockReceipts(ctx context.Context, blocks []Header, out map[com
 		out[h.Hash] = raws[i]
 	}
 	return nil, nil
+}
+
+// receiptBatchSize is how many blocks' receipts a batch asks for now.
+func (c *Client) receiptBatchSize() int {
+	if n := int(c.receiptBatch.Load()); n > 0 {
+		return n
+	}
+	return receiptBlocks
+}
+
+// shrinkReceiptBatch keeps n as the batch size when it is smaller.
+func (c *Client) shrinkReceiptBatch(n int) {
+	for {
+		cur := c.receiptBatch.Load()
+		if (cur > 0 && int(cur) <= n) || c.receiptBatch.CompareAndSwap(cur, int32(max(n, 1))) {
+			return
+		}
+	}
 }
 
 // blockTxs returns the transaction hashes of block h.
