@@ -217,13 +217,11 @@ func (c *Client) receipts(ctx context.Context, blocks []Header, logs map[uint64]
 	if c.noBlockReceipts.Load() {
 		byTx = blocks
 	} else {
-		for chunk := range slices.Chunk(blocks, c.receiptBatchSize()) {
-			left, err := c.blockReceipts(ctx, chunk, out)
-			if err != nil {
-				return nil, err
-			}
-			byTx = append(byTx, left...)
+		left, err := c.blockReceiptsInBatches(ctx, blocks, out)
+		if err != nil {
+			return nil, err
 		}
+		byTx = left
 	}
 	for _, h := range byTx {
 		var txs []common.Hash
@@ -268,14 +266,9 @@ func (c *Client) blockReceipts(ctx context.Context, blocks []Header, out map[com
 		c.noBlockReceipts.Store(true)
 		return blocks, nil
 	case errors.Is(err, ErrResponseTooLarge) && len(blocks) > 1:
-		half := len(blocks) / 2
-		c.shrinkReceiptBatch(half)
-		l1, err := c.blockReceipts(ctx, blocks[:half], out)
-		if err != nil {
-			return nil, err
-		}
-		l2, err := c.blockReceipts(ctx, blocks[half:], out)
-		return append(l1, l2...), err
+		// Smaller batches from now on, these blocks included.
+		c.shrinkReceiptBatch(len(blocks) / 2)
+		return c.blockReceiptsInBatches(ctx, blocks, out)
 	case errors.Is(err, ErrResponseTooLarge):
 		return blocks, nil
 	default:
@@ -289,6 +282,26 @@ func (c *Client) blockReceipts(ctx context.Context, blocks []Header, out map[com
 		out[h.Hash] = raws[i]
 	}
 	return nil, nil
+}
+
+// blockReceiptsInBatches asks for the receipts of blocks in batches of the
+// current size, which a reply over the cap shrinks for the batches after
+// it; it returns the blocks left to ask transaction by transaction.
+func (c *Client) blockReceiptsInBatches(ctx context.Context, blocks []Header, out map[common.Hash][]rpcReceipt) ([]Header, error) {
+	var left []Header
+	for len(blocks) > 0 {
+		n := min(c.receiptBatchSize(), len(blocks))
+		l, err := c.blockReceipts(ctx, blocks[:n], out)
+		if err != nil {
+			return nil, err
+		}
+		left = append(left, l...)
+		blocks = blocks[n:]
+		if c.noBlockReceipts.Load() {
+			return append(left, blocks...), nil
+		}
+	}
+	return left, nil
 }
 
 // receiptBatchSize is how many blocks' receipts a batch asks for now.

@@ -633,3 +633,39 @@ func TestBurnRangeContractsFilterAddress(t *testing.T) {
 		})
 	}
 }
+
+// TestReceiptsBatchShrinksToTheReplyCap: receipts are asked for up to 32
+// blocks per batch; a reply over the cap is halved until it fits, and the
+// client keeps the size that fit for its next batches.
+func TestReceiptsBatchShrinksToTheReplyCap(t *testing.T) {
+	t.Parallel()
+	n := &receiptNode{receipts: map[uint64][]rcpt{}}
+	for b := uint64(10); b < 50; b++ {
+		l := burnLog(b, byte(b), 0, big.NewInt(int64(b)), 1)
+		n.logs = append(n.logs, l)
+		pad := types.Log{Address: otherContract, Topics: []common.Hash{{1}}, Data: make([]byte, 4096),
+			BlockNumber: b, BlockHash: hashOf(b), TxHash: l.TxHash, Index: 1}
+		n.receipts[b] = []rcpt{{TxHash: l.TxHash, BlockHash: hashOf(b), Status: 1, Logs: []types.Log{l, pad}}}
+	}
+	// About 9 KB of receipts a block: 32 or 16 blocks are over 100 KB, 8 are not.
+	c, _ := n.start(t, chain.Options{VerifyReceipts: true, MaxResponseBytes: 100_000})
+	batches := func(from int) []int {
+		var sizes []int
+		for _, m := range n.requestMethods()[from:] {
+			if strings.HasPrefix(m, "eth_getBlockReceipts") {
+				sizes = append(sizes, strings.Count(m, "+")+1)
+			}
+		}
+		return sizes
+	}
+	for round, want := range [][]int{{32, 16, 8, 8, 8, 8, 8}, {8, 8, 8, 8, 8}} {
+		before := len(n.requestMethods())
+		r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 49)
+		if err != nil || len(r.Burns) != 40 {
+			t.Fatalf("round %d: %d burns, %v", round, len(r.Burns), err)
+		}
+		if got := batches(before); !slices.Equal(got, want) {
+			t.Fatalf("round %d: receipts batches of %v blocks, want %v", round, got, want)
+		}
+	}
+}
