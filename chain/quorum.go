@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -271,12 +272,7 @@ func fingerprint(r Range) string {
 	num(r.To.Number)
 	h.Write(r.To.Hash[:])
 	burns := slices.Clone(r.Burns)
-	slices.SortFunc(burns, func(a, b Burn) int {
-		if c := cmpUint(a.BlockNumber, b.BlockNumber); c != 0 {
-			return c
-		}
-		return cmpUint(uint64(a.LogIndex), uint64(b.LogIndex))
-	})
+	sortBurns(burns)
 	for _, x := range burns {
 		num(x.BlockNumber)
 		num(uint64(x.LogIndex))
@@ -292,10 +288,7 @@ func fingerprint(r Range) string {
 	}
 	rejected := slices.Clone(r.Rejected)
 	slices.SortFunc(rejected, func(a, b Rejected) int {
-		if c := cmpUint(a.Log.BlockNumber, b.Log.BlockNumber); c != 0 {
-			return c
-		}
-		return cmpUint(uint64(a.Log.Index), uint64(b.Log.Index))
+		return cmp.Or(cmp.Compare(a.Log.BlockNumber, b.Log.BlockNumber), cmp.Compare(a.Log.Index, b.Log.Index))
 	})
 	h.Write([]byte{0xff})
 	for _, x := range rejected {

@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,7 +87,7 @@ func (c *Client) crossCheck(ctx context.Context, r *Range, logs []types.Log, con
 	if len(blocks) == 0 {
 		return nil
 	}
-	slices.SortFunc(blocks, func(a, b Header) int { return cmpUint(a.Number, b.Number) })
+	slices.SortFunc(blocks, func(a, b Header) int { return cmp.Compare(a.Number, b.Number) })
 	receipts, err := c.receipts(ctx, blocks, byBlock)
 	if err != nil {
 		return err
@@ -130,23 +131,15 @@ func (c *Client) crossCheck(ctx context.Context, r *Range, logs []types.Log, con
 	r.Hidden += len(hidden)
 	r.Burns = append(r.Burns, burns...)
 	r.Rejected = append(r.Rejected, rejected...)
-	slices.SortFunc(r.Burns, func(a, b Burn) int {
-		if a.BlockNumber != b.BlockNumber {
-			return cmpUint(a.BlockNumber, b.BlockNumber)
-		}
-		return cmpUint(uint64(a.LogIndex), uint64(b.LogIndex))
-	})
+	sortBurns(r.Burns)
 	return nil
 }
 
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+// sortBurns puts burns in chain order: by block, then log index.
+func sortBurns(burns []Burn) {
+	slices.SortFunc(burns, func(a, b Burn) int {
+		return cmp.Or(cmp.Compare(a.BlockNumber, b.BlockNumber), cmp.Compare(a.LogIndex, b.LogIndex))
+	})
 }
 
 func (c *Client) fault(kind string, n int) {
@@ -225,7 +218,9 @@ func (c *Client) receipts(ctx context.Context, blocks []Header, logs map[uint64]
 	}
 	for _, h := range byTx {
 		var txs []common.Hash
-		if ls, ok := logs[h.Number]; ok && !bloomOnly(h, logs) {
+		if ls := logs[h.Number]; len(ls) > 0 {
+			// The transactions the reply names; a block chosen for its
+			// bloom alone needs all of its own.
 			for _, l := range ls {
 				if !slices.Contains(txs, l.TxHash) {
 					txs = append(txs, l.TxHash)
@@ -245,9 +240,6 @@ func (c *Client) receipts(ctx context.Context, blocks []Header, logs map[uint64]
 	}
 	return out, nil
 }
-
-// bloomOnly says h was chosen for its bloom (the reply has no log there).
-func bloomOnly(h Header, logs map[uint64][]types.Log) bool { return len(logs[h.Number]) == 0 }
 
 // blockReceipts asks for the receipts of blocks in one batch, into out. It
 // returns the blocks left to ask transaction by transaction: all of them
