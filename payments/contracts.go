@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // ErrContractsMismatch means the group records a contract this writer's
@@ -129,12 +131,7 @@ const membersQuery = `SELECT contract, first_block, live_from, backfilled_at IS 
 	removed_at_block IS NOT NULL, coalesce(removed_at_block, -1)
 	FROM group_contracts WHERE cursor_id = $1 ORDER BY added_at, contract`
 
-func scanMembers(rows interface {
-	Next() bool
-	Scan(...any) error
-	Err() error
-	Close()
-}, id string) ([]Member, error) {
+func scanMembers(rows pgx.Rows, id string) ([]Member, error) {
 	defer rows.Close()
 	var out []Member
 	for rows.Next() {
