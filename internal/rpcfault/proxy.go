@@ -206,6 +206,18 @@ func (p *Proxy) currentFaults() Faults {
 	return p.faults
 }
 
+// take uses up one firing of a counted fault (a field of p.faults): it
+// reports whether any was left.
+func (p *Proxy) take(n *int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if *n <= 0 {
+		return false
+	}
+	*n--
+	return true
+}
+
 // Stats returns what the proxy did so far.
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
@@ -475,13 +487,7 @@ func (p *Proxy) bendLogs(f Faults, req request, resp *response) error {
 		logs = kept
 	}
 	if len(logs) > 0 {
-		p.mu.Lock()
-		hideAll := p.faults.HideAllLogs > 0
-		if hideAll {
-			p.faults.HideAllLogs--
-		}
-		p.mu.Unlock()
-		if hideAll {
+		if p.take(&p.faults.HideAllLogs) {
 			n := len(logs)
 			p.count(func(s *Stats) { s.HiddenLogs += n })
 			logs = []map[string]any{}
@@ -489,13 +495,7 @@ func (p *Proxy) bendLogs(f Faults, req request, resp *response) error {
 		}
 	}
 	if src := forgeSource(logs); src >= 0 {
-		p.mu.Lock()
-		forge := p.faults.ForgeBurns > 0
-		if forge {
-			p.faults.ForgeBurns--
-		}
-		p.mu.Unlock()
-		if forge {
+		if p.take(&p.faults.ForgeBurns) {
 			var tx string
 			logs, tx = forgeBurn(logs, src)
 			p.count(func(s *Stats) {
@@ -506,18 +506,7 @@ func (p *Proxy) bendLogs(f Faults, req request, resp *response) error {
 		}
 	}
 	if len(logs) > 0 {
-		p.mu.Lock()
-		foreign, malformed, corrupt := p.faults.ForeignLogs > 0, p.faults.MalformedLogs > 0, p.faults.CorruptHashes > 0
-		if foreign {
-			p.faults.ForeignLogs--
-		}
-		if malformed {
-			p.faults.MalformedLogs--
-		}
-		if corrupt {
-			p.faults.CorruptHashes--
-		}
-		p.mu.Unlock()
+		foreign, malformed, corrupt := p.take(&p.faults.ForeignLogs), p.take(&p.faults.MalformedLogs), p.take(&p.faults.CorruptHashes)
 		if corrupt {
 			for _, l := range logs {
 				if h, ok := l["blockHash"].(string); ok && len(h) > 3 {
