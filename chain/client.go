@@ -22,6 +22,7 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
+	"golang.org/x/sync/errgroup"
 )
 
 // Finality selects how the target block is chosen.
@@ -115,7 +116,7 @@ type Client struct {
 	// eth_getBlockReceipts: receipts are then read per transaction.
 	noBlockReceipts atomic.Bool
 	// receiptBatch is the eth_getBlockReceipts batch size learned from
-	// replies over the cap (0: receiptBlocks).
+	// replies over the cap (0: receiptBatchStart).
 	receiptBatch atomic.Int32
 }
 
@@ -376,16 +377,25 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 		return Range{}, c.badReply("eth_getLogs", err)
 	}
 
-	// Every log must sit in the block the node calls canonical: fetch the
-	// headers of the other blocks holding logs right after the logs.
+	// Every log must sit in the block the node calls canonical: the
+	// headers of the other blocks holding logs are read while the receipts
+	// that confirm the logs are (asked by the blocks' hashes as the logs
+	// name them, and judged only once those hashes prove canonical).
 	var missing []uint64
 	for _, l := range logs {
 		if _, ok := canonical[l.BlockNumber]; !ok && !slices.Contains(missing, l.BlockNumber) {
 			missing = append(missing, l.BlockNumber)
 		}
 	}
-	more, err := c.headers(ctx, missing)
-	if err != nil {
+	check := receiptBlocks(logs, contracts, canonical, c.opts.VerifyReceipts && !creditsNothing(ctx))
+	var (
+		more     map[uint64]Header
+		receipts map[common.Hash][]rpcReceipt
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { more, err = c.headers(gctx, missing); return err })
+	g.Go(func() (err error) { receipts, err = c.receipts(gctx, check.blocks, check.logs); return err })
+	if err := g.Wait(); err != nil {
 		return Range{}, err
 	}
 	for n, h := range more {
@@ -398,31 +408,48 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 		}
 	}
 	r := Range{From: canonical[from], To: canonical[to], Burns: burns, Rejected: rejected}
-	if err := c.crossCheck(ctx, &r, logs, contracts, canonical, c.opts.VerifyReceipts && !creditsNothing(ctx)); err != nil {
+	if err := c.crossCheck(&r, check, receipts, contracts); err != nil {
 		return Range{}, err
 	}
 	return r, nil
 }
 
-// headers fetches the canonical headers of blocks ns, in batches.
+// fetchParallel is how many batches of one kind (headers, receipts) a
+// range has in flight at once: a range's round trips overlap rather than
+// queue, while a provider sees a few requests at a time, not a flood.
+const fetchParallel = 4
+
+// headers fetches the canonical headers of blocks ns, in batches, up to
+// fetchParallel of them at a time.
 func (c *Client) headers(ctx context.Context, ns []uint64) (map[uint64]Header, error) {
 	out := make(map[uint64]Header, len(ns))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(fetchParallel)
 	for chunk := range slices.Chunk(ns, c.opts.HeaderBatch) {
-		raws := make([]*rpcHeader, len(chunk))
-		elems := make([]rpc.BatchElem, len(chunk))
-		for i, n := range chunk {
-			elems[i] = rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(n), false}, Result: &raws[i]}
-		}
-		if err := c.batch(ctx, elems); err != nil {
-			return nil, err
-		}
-		for i, n := range chunk {
-			h, err := raws[i].checked(n)
-			if err != nil {
-				return nil, c.badReply("eth_getBlockByNumber", err)
+		g.Go(func() error {
+			raws := make([]*rpcHeader, len(chunk))
+			elems := make([]rpc.BatchElem, len(chunk))
+			for i, n := range chunk {
+				elems[i] = rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(n), false}, Result: &raws[i]}
 			}
-			out[n] = h
-		}
+			if err := c.batch(gctx, elems); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, n := range chunk {
+				h, err := raws[i].checked(n)
+				if err != nil {
+					return c.badReply("eth_getBlockByNumber", err)
+				}
+				out[n] = h
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -46,10 +46,20 @@ type EndpointsConfig struct {
 	ChainID       uint64
 	Finality      Finality
 	Confirmations uint64
-	// MaxRange is the largest eth_getLogs range ever asked (MAX_BLOCK_RANGE).
+	// MaxRange is the eth_getLogs range asked at first (MAX_BLOCK_RANGE).
 	MaxRange uint64
-	// GrowAfter is the number of successes after which a learned range limit
-	// grows by a quarter; zero means 10.
+	// GrowTo is the largest range ever asked: ranges grow beyond MaxRange
+	// up to it while replies are small (under half of TargetLogs) and fast
+	// (under FastReply), until a provider refuses one. Zero means MaxRange:
+	// no growth beyond it.
+	GrowTo uint64
+	// FastReply is how long a range's reply may take and still let the
+	// range grow; zero means one second.
+	FastReply time.Duration
+	// GrowAfter is the number of successes after which a limit learned
+	// below MaxRange grows by a quarter, and ten times as many after which
+	// a provider cap learned above it is tried again a quarter higher; zero
+	// means 10.
 	GrowAfter int
 	// TargetLogs is how many logs a range should carry at most; ranges
 	// shrink where logs are dense and grow back where they are sparse, which
@@ -94,14 +104,16 @@ type Endpoints struct {
 }
 
 type endpoint struct {
-	c         *Client
-	verified  bool
-	wrong     bool // serves another chain: never used
-	limit     uint64
-	okStreak  int
-	downUntil time.Time
-	lastClass Class // of the last failed call, "" after a success
-	stuck     bool  // refused a one-block range
+	c        *Client
+	verified bool
+	wrong    bool // serves another chain: never used
+	// limit is the largest range asked of this endpoint now; cap, once a
+	// refusal or a timeout taught it (0 before), the most it grows to.
+	limit, cap uint64
+	okStreak   int
+	downUntil  time.Time
+	lastClass  Class // of the last failed call, "" after a success
+	stuck      bool  // refused a one-block range
 	// prunedTo is the last block of a range the endpoint refused as pruned
 	// history: it is not asked for ranges starting at or below it. -1: none.
 	prunedTo int64
@@ -124,6 +136,10 @@ func NewEndpoints(clients []*Client, cfg EndpointsConfig, obs EndpointsObserver,
 	}
 	if cfg.MaxRange == 0 {
 		cfg.MaxRange = 1000
+	}
+	cfg.GrowTo = max(cfg.GrowTo, cfg.MaxRange)
+	if cfg.FastReply <= 0 {
+		cfg.FastReply = time.Second
 	}
 	if obs == nil {
 		obs = nopObserver{}
@@ -420,10 +436,12 @@ func (e *Endpoints) burnRange(ctx context.Context, ep *endpoint, contracts []com
 		to = from + limit - 1
 	}
 	for {
+		start := time.Now()
 		r, err := ep.c.BurnRange(ctx, contracts, from, to)
 		if err == nil {
-			e.succeed(ep)
-			e.learnDensity(to-from+1, len(r.Burns)+len(r.Rejected))
+			logs := len(r.Burns) + len(r.Rejected)
+			e.succeed(ep, to-from+1, logs, time.Since(start))
+			e.learnDensity(to-from+1, logs)
 			return r, nil
 		}
 		var rpcErr *Error
@@ -437,6 +455,7 @@ func (e *Endpoints) burnRange(ctx context.Context, ep *endpoint, contracts []com
 			return Range{}, err
 		}
 		if !errors.As(err, &rpcErr) || rpcErr.Class != ClassRangeLimit {
+			e.tooSlow(ctx, ep, to-from+1, err)
 			e.fail(ctx, ep, err)
 			return Range{}, err
 		}
@@ -463,6 +482,10 @@ func (e *Endpoints) burnRange(ctx context.Context, ep *endpoint, contracts []com
 		next := shrink(span, from, to, rpcErr.Limit)
 		e.mu.Lock()
 		ep.limit, ep.okStreak = next, 0
+		if span > e.cfg.MaxRange {
+			// Refused above MAX_BLOCK_RANGE: the provider's cap, kept.
+			ep.cap = next
+		}
 		e.mu.Unlock()
 		e.obs.RangeLimit(ep.c.String(), next)
 		e.log.Warn("provider refused the eth_getLogs range; narrowing it", slog.String("endpoint", ep.c.String()),
@@ -498,8 +521,16 @@ func (e *Endpoints) learnDensity(span uint64, logs int) {
 	case uint64(logs) > target:
 		e.density = max(1, span*target/uint64(logs))
 	case uint64(logs) < target/2 && span >= e.density:
-		e.density = min(e.cfg.MaxRange, e.density*2)
+		e.density = min(e.cfg.GrowTo, e.density*2)
 	}
+}
+
+// Span is the size of the next eth_getLogs range: the serving endpoint's
+// limit within the chain's log density.
+func (e *Endpoints) Span() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return min(e.eps[e.cur].limit, e.density)
 }
 
 // HintDensity seeds the range size from logs counted over blocks elsewhere
@@ -518,16 +549,61 @@ func (e *Endpoints) HintDensity(blocks uint64, logs int) {
 	e.density = max(1, min(e.cfg.MaxRange, blocks*uint64(e.cfg.TargetLogs)/uint64(logs)))
 }
 
-func (e *Endpoints) succeed(ep *endpoint) {
+// succeed records a range of span blocks with logs logs that took took.
+// Below MaxRange (after a refusal) the limit grows back by a quarter every
+// GrowAfter successes. At or above it, a small and fast reply at the limit
+// doubles it, up to the cap a provider taught or GrowTo; a cap is tried again
+// a quarter higher after GrowAfter × 10 successes, so that a refusal that
+// was about a dense stretch rather than the provider's rule does not bind
+// for ever, at the cost of one refused call in a hundred where it was the
+// rule.
+func (e *Endpoints) succeed(ep *endpoint, span uint64, logs int, took time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ep.lastClass, ep.stuck, ep.downUntil = "", false, time.Time{}
 	ep.okStreak++
-	if ep.okStreak >= e.cfg.GrowAfter && ep.limit < e.cfg.MaxRange {
-		ep.limit = min(e.cfg.MaxRange, ep.limit+max(1, ep.limit/4))
-		ep.okStreak = 0
+	ceiling := e.cfg.GrowTo
+	if ep.cap > 0 {
+		ceiling = ep.cap
+	}
+	grown := ep.limit
+	switch {
+	case ep.limit < e.cfg.MaxRange:
+		if ep.okStreak >= e.cfg.GrowAfter {
+			grown = min(e.cfg.MaxRange, ceiling, ep.limit+max(1, ep.limit/4))
+		}
+	case span >= ep.limit && uint64(logs) < uint64(e.cfg.TargetLogs)/2 && took < e.cfg.FastReply:
+		grown = min(ceiling, ep.limit*2)
+	}
+	if ep.cap > 0 && ep.limit >= ep.cap && ep.okStreak >= 10*e.cfg.GrowAfter {
+		ep.cap = min(e.cfg.GrowTo, ep.cap+max(1, ep.cap/4))
+		grown = ep.cap
+	}
+	if grown != ep.limit {
+		ep.limit, ep.okStreak = grown, 0
 		e.obs.RangeLimit(ep.c.String(), ep.limit)
 	}
+}
+
+// tooSlow shrinks the limit of an endpoint that did not answer a range
+// above MaxRange in time (a timeout): that size is more than the node
+// reads within RPC_TIMEOUT, and asking it again would time out again. The
+// halved size is kept as the endpoint's cap.
+func (e *Endpoints) tooSlow(ctx context.Context, ep *endpoint, span uint64, err error) {
+	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if span <= e.cfg.MaxRange {
+		return
+	}
+	ep.limit = max(e.cfg.MaxRange, span/2)
+	ep.cap, ep.okStreak = ep.limit, 0
+	e.density = min(e.density, ep.limit)
+	e.obs.RangeLimit(ep.c.String(), ep.limit)
+	e.log.Warn("eth_getLogs timed out on a range above MAX_BLOCK_RANGE; narrowing it", slog.String("endpoint", ep.c.String()),
+		slog.Uint64("blocks", span), slog.Uint64("new_limit", ep.limit))
 }
 
 // fail records a failed call and hands over to the next endpoint. A call

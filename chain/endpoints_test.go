@@ -31,7 +31,9 @@ type scriptedNode struct {
 	finalized int64 // -1: none
 	limit     uint64
 	limitErr  func(from, to uint64) error // reply to a range over limit
-	refuseAll bool                        // reply limitErr to every range
+	// slowAbove, when set, makes eth_getLogs over more blocks take a second.
+	slowAbove uint64
+	refuseAll bool // reply limitErr to every range
 	failing   bool
 	// logsPerBlock fills every block with that many burn logs.
 	logsPerBlock int
@@ -77,6 +79,11 @@ func (n *scriptedNode) handle(method string, params []json.RawMessage) (any, err
 		}
 		_ = json.Unmarshal(params[0], &f)
 		n.spans = append(n.spans, [2]uint64{uint64(f.From), uint64(f.To)})
+		if n.slowAbove > 0 && uint64(f.To-f.From)+1 > n.slowAbove {
+			n.mu.Unlock()
+			time.Sleep(time.Second)
+			n.mu.Lock()
+		}
 		if n.refuseAll || n.limit > 0 && uint64(f.To-f.From)+1 > n.limit {
 			return nil, n.limitErr(uint64(f.From), uint64(f.To))
 		}
@@ -398,6 +405,112 @@ func TestRangeLimitGrowsBackSlowly(t *testing.T) {
 	n.set(func(n *scriptedNode) { n.limit = 0 }) // the provider lifts its limit
 	if got := call(); got != 7 {
 		t.Fatalf("span after growing = %d, want 7 (6 + a quarter, at least 1)", got)
+	}
+}
+
+// TestRangeGrowsToTheProviderCap: on a sparse chain the range doubles past
+// MAX_BLOCK_RANGE while replies are small and fast, learns the provider's
+// cap from its refusal (Alchemy's suggested range), keeps it, and tries a
+// quarter above it again only after ten times GrowAfter successes.
+func TestRangeGrowsToTheProviderCap(t *testing.T) {
+	t.Parallel()
+	n := node(1_000_000, 1_000_000)
+	n.limit = 10_000
+	n.limitErr = func(from, to uint64) error {
+		return fmt.Errorf("Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range and no limit on the response size, or you can request any block range with a cap of 10K logs in the response. Based on your parameters and the response size limit, this block range should work: [%#x, %#x]", from, from+9_999)
+	}
+	e, obs, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 2_000, GrowTo: 100_000, GrowAfter: 2}, n)
+	e.HintDensity(1000, 0)
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := uint64(0)
+	var got []uint64
+	for range 26 {
+		r, err := e.BurnRange(ctx, []common.Address{contract}, next, 1_000_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.To.Number-next+1)
+		next = r.To.Number + 1
+	}
+	want := []uint64{2_000, 4_000, 8_000}
+	for range 23 {
+		want = append(want, 10_000) // the cap, from the 16,000-block refusal
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ranges of %v blocks, want %v", got, want)
+	}
+	var asked []uint64
+	for _, s := range n.requested() {
+		asked = append(asked, s[1]-s[0]+1)
+	}
+	// One refusal learns the cap; after 20 successes at it, one more
+	// (12,500) tries a quarter above it and is refused in turn.
+	wantAsked := append([]uint64{2_000, 4_000, 8_000, 16_000}, want[3:23]...)
+	wantAsked = append(wantAsked, 12_500, 10_000, 10_000, 10_000)
+	if fmt.Sprint(asked) != fmt.Sprint(wantAsked) {
+		t.Fatalf("asked ranges of %v blocks, want %v", asked, wantAsked)
+	}
+	if len(obs.limits) == 0 || obs.limits[len(obs.limits)-1] != 10_000 {
+		t.Fatalf("limits observed %v, want the last one 10000", obs.limits)
+	}
+}
+
+// TestRangeGrowthStopsAtMaxRangeWithoutGrowTo: MAX_BLOCK_RANGE set by the
+// user is a hard cap.
+func TestRangeGrowthStopsAtMaxRangeWithoutGrowTo(t *testing.T) {
+	t.Parallel()
+	n := node(100_000, 100_000)
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 2_000}, n)
+	e.HintDensity(1000, 0)
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := uint64(0)
+	for range 5 {
+		r, err := e.BurnRange(ctx, []common.Address{contract}, next, 100_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if span := r.To.Number - next + 1; span != 2_000 {
+			t.Fatalf("range of %d blocks, want 2000", span)
+		}
+		next = r.To.Number + 1
+	}
+}
+
+// TestRangeTimeoutAboveMaxRangeShrinks: a grown range the node cannot read
+// within the RPC timeout is halved and kept there, not asked again.
+func TestRangeTimeoutAboveMaxRangeShrinks(t *testing.T) {
+	t.Parallel()
+	n := node(100_000, 100_000)
+	n.slowAbove = 5_000
+	e, _, _ := newEndpointsOpts(t, chain.Options{Timeout: 200 * time.Millisecond},
+		chain.EndpointsConfig{MaxRange: 2_000, GrowTo: 100_000}, n)
+	e.HintDensity(1000, 0)
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := uint64(0)
+	var got []string
+	for range 5 {
+		r, err := e.BurnRange(ctx, []common.Address{contract}, next, 100_000)
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("BurnRange = %v, want a timeout", err)
+			}
+			got = append(got, "timeout")
+			continue
+		}
+		got = append(got, fmt.Sprint(r.To.Number-next+1))
+		next = r.To.Number + 1
+	}
+	if want := "[2000 4000 timeout 4000 4000]"; fmt.Sprint(got) != want {
+		t.Fatalf("ranges %v, want %s", got, want)
 	}
 }
 

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
+	"golang.org/x/sync/errgroup"
 )
 
 // The node faults an Observer hears of (FaultObserver.NodeFault).
@@ -53,52 +55,63 @@ type rpcReceipt struct {
 	Logs      []types.Log     `json:"logs"`
 }
 
-// receiptBlocks is how many blocks' receipts one batch asks for at first:
+// receiptBatchStart is how many blocks' receipts one batch asks for at first:
 // on a sparse chain a range's few blocks holding burns go in one round
 // trip. A block's receipts can run to megabytes and a reply is capped at
 // MaxResponseBytes: a batch over it is halved, and the smaller size is kept
 // for the client's later batches (Client.receiptBatch).
-const receiptBlocks = 32
+const receiptBatchStart = 32
 
 // receiptTxs is how many transaction receipts one batch asks for.
 const receiptTxs = 100
 
-// crossCheck confirms the reply r (logs as the node gave them, validated)
-// against transaction receipts. With verify, every block holding a log of
-// the reply has its receipts read, and every log must be in its
-// transaction's receipt exactly as replied (address, topics, data, index,
-// block hash) with a successful status, or the reply is a bad one. Blocks
-// whose header bloom says they may hold a burn of contracts, though the
-// reply has none there, have their receipts read too. A burn the receipts
-// hold and the reply left out is added to r (hidden); it counts as a node
-// fault.
-func (c *Client) crossCheck(ctx context.Context, r *Range, logs []types.Log, contracts []common.Address, headers map[uint64]Header, verify bool) error {
-	byBlock := map[uint64][]types.Log{}
+// receiptCheck is what a range's receipts are read for: blocks, in order,
+// each by the hash its logs name (or, for a range end, its header's), and
+// the reply's logs by block.
+type receiptCheck struct {
+	blocks []Header
+	logs   map[uint64][]types.Log
+	verify bool
+}
+
+// receiptBlocks chooses the blocks whose receipts confirm the reply logs:
+// with verify, every block holding a log; and every block whose header
+// (ends, the headers the range already holds) has a bloom that may hold a
+// burn of contracts though the reply has none there.
+func receiptBlocks(logs []types.Log, contracts []common.Address, ends map[uint64]Header, verify bool) receiptCheck {
+	check := receiptCheck{logs: map[uint64][]types.Log{}, verify: verify}
 	for _, l := range logs {
-		byBlock[l.BlockNumber] = append(byBlock[l.BlockNumber], l)
+		check.logs[l.BlockNumber] = append(check.logs[l.BlockNumber], l)
 	}
-	var blocks []Header
-	for n, h := range headers {
-		_, has := byBlock[n]
-		if (verify && has) || (!has && bloomHolds(h.Bloom, contracts)) {
-			blocks = append(blocks, h)
+	if verify {
+		for n, ls := range check.logs {
+			check.blocks = append(check.blocks, Header{Number: n, Hash: ls[0].BlockHash})
 		}
 	}
-	if len(blocks) == 0 {
-		return nil
+	for n, h := range ends {
+		if _, has := check.logs[n]; !has && bloomHolds(h.Bloom, contracts) {
+			check.blocks = append(check.blocks, h)
+		}
 	}
-	slices.SortFunc(blocks, func(a, b Header) int { return cmp.Compare(a.Number, b.Number) })
-	receipts, err := c.receipts(ctx, blocks, byBlock)
-	if err != nil {
-		return err
-	}
+	slices.SortFunc(check.blocks, func(a, b Header) int { return cmp.Compare(a.Number, b.Number) })
+	return check
+}
+
+// crossCheck confirms the reply r (logs as the node gave them, validated,
+// each in the block the node calls canonical) against the receipts read
+// for check. With check.verify, every log must be in its transaction's
+// receipt exactly as replied (address, topics, data, index, block hash)
+// with a successful status, or the reply is a bad one. A burn the receipts
+// hold and the reply left out (a block chosen for its bloom) is added to r
+// (hidden); it counts as a node fault.
+func (c *Client) crossCheck(r *Range, check receiptCheck, receipts map[common.Hash][]rpcReceipt, contracts []common.Address) error {
 	var hidden []types.Log
-	for _, h := range blocks {
+	for _, h := range check.blocks {
 		got, err := burnsInReceipts(receipts[h.Hash], h, contracts)
 		if err != nil {
 			return c.badReply("eth_getBlockReceipts", err)
 		}
-		replied := byBlock[h.Number]
+		replied := check.logs[h.Number]
 		inReceipts := make(map[logKey]*types.Log, len(got))
 		for i := range got {
 			inReceipts[logKey{got[i].TxHash, got[i].Index}] = &got[i]
@@ -106,7 +119,7 @@ func (c *Client) crossCheck(ctx context.Context, r *Range, logs []types.Log, con
 		inReply := make(map[logKey]bool, len(replied))
 		for _, l := range replied {
 			inReply[logKey{l.TxHash, l.Index}] = true
-			if !verify {
+			if !check.verify {
 				continue
 			}
 			if err := confirmed(l, inReceipts[logKey{l.TxHash, l.Index}]); err != nil {
@@ -201,22 +214,18 @@ func confirmed(l types.Log, rl *types.Log) error {
 }
 
 // receipts reads the receipts of blocks, by block hash: eth_getBlockReceipts
-// in batches, or, from a node without it or for a block whose receipts are
-// too large for one reply, eth_getTransactionReceipt for each transaction
-// (the ones logs names, or every one of a block known only by its bloom).
+// in batches, fetchParallel at a time, or, from a node without it or for a
+// block whose receipts are too large for one reply,
+// eth_getTransactionReceipt for each transaction (the ones logs names, or
+// every one of a block known only by its bloom).
 func (c *Client) receipts(ctx context.Context, blocks []Header, logs map[uint64][]types.Log) (map[common.Hash][]rpcReceipt, error) {
-	out := make(map[common.Hash][]rpcReceipt, len(blocks))
-	var byTx []Header
+	set := &receiptSet{m: make(map[common.Hash][]rpcReceipt, len(blocks))}
 	if c.noBlockReceipts.Load() {
-		byTx = blocks
-	} else {
-		left, err := c.blockReceiptsInBatches(ctx, blocks, out)
-		if err != nil {
-			return nil, err
-		}
-		byTx = left
+		set.left = blocks
+	} else if err := c.blockReceiptsInBatches(ctx, blocks, set); err != nil {
+		return nil, err
 	}
-	for _, h := range byTx {
+	for _, h := range set.left {
 		var txs []common.Hash
 		if ls := logs[h.Number]; len(ls) > 0 {
 			// The transactions the reply names; a block chosen for its
@@ -236,16 +245,30 @@ func (c *Client) receipts(ctx context.Context, blocks []Header, logs map[uint64]
 		if err != nil {
 			return nil, err
 		}
-		out[h.Hash] = rs
+		set.m[h.Hash] = rs
 	}
-	return out, nil
+	return set.m, nil
 }
 
-// blockReceipts asks for the receipts of blocks in one batch, into out. It
-// returns the blocks left to ask transaction by transaction: all of them
+// receiptSet gathers the receipts of batches read at the same time, and the
+// blocks left to read transaction by transaction.
+type receiptSet struct {
+	mu   sync.Mutex
+	m    map[common.Hash][]rpcReceipt
+	left []Header
+}
+
+func (s *receiptSet) leave(blocks []Header) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.left = append(s.left, blocks...)
+}
+
+// blockReceipts asks for the receipts of blocks in one batch, into set. The
+// blocks left to ask transaction by transaction go to set.left: all of them
 // when the node has no eth_getBlockReceipts, a block alone in its batch
 // whose receipts exceed the reply cap.
-func (c *Client) blockReceipts(ctx context.Context, blocks []Header, out map[common.Hash][]rpcReceipt) (left []Header, _ error) {
+func (c *Client) blockReceipts(ctx context.Context, blocks []Header, set *receiptSet) error {
 	raws := make([][]rpcReceipt, len(blocks))
 	elems := make([]rpc.BatchElem, len(blocks))
 	for i, h := range blocks {
@@ -256,44 +279,47 @@ func (c *Client) blockReceipts(ctx context.Context, blocks []Header, out map[com
 	case err == nil:
 	case methodMissing(err):
 		c.noBlockReceipts.Store(true)
-		return blocks, nil
+		set.leave(blocks)
+		return nil
 	case errors.Is(err, ErrResponseTooLarge) && len(blocks) > 1:
 		// Smaller batches from now on, these blocks included.
 		c.shrinkReceiptBatch(len(blocks) / 2)
-		return c.blockReceiptsInBatches(ctx, blocks, out)
+		return c.blockReceiptsInBatches(ctx, blocks, set)
 	case errors.Is(err, ErrResponseTooLarge):
-		return blocks, nil
+		set.leave(blocks)
+		return nil
 	default:
-		return nil, err
+		return err
 	}
+	set.mu.Lock()
+	defer set.mu.Unlock()
 	for i, h := range blocks {
 		if raws[i] == nil {
-			// null: the node does not have the block it just called canonical.
-			return nil, c.badReply("eth_getBlockReceipts", fmt.Errorf("%w: no receipts for canonical block %d (%s)", ErrBadReply, h.Number, h.Hash.Hex()))
+			// null: the node does not have the block its logs name.
+			return c.badReply("eth_getBlockReceipts", fmt.Errorf("%w: no receipts for block %d (%s)", ErrBadReply, h.Number, h.Hash.Hex()))
 		}
-		out[h.Hash] = raws[i]
+		set.m[h.Hash] = raws[i]
 	}
-	return nil, nil
+	return nil
 }
 
 // blockReceiptsInBatches asks for the receipts of blocks in batches of the
-// current size, which a reply over the cap shrinks for the batches after
-// it; it returns the blocks left to ask transaction by transaction.
-func (c *Client) blockReceiptsInBatches(ctx context.Context, blocks []Header, out map[common.Hash][]rpcReceipt) ([]Header, error) {
-	var left []Header
+// current size, fetchParallel at a time; a reply over the cap shrinks the
+// size for the batches asked after it.
+func (c *Client) blockReceiptsInBatches(ctx context.Context, blocks []Header, set *receiptSet) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(fetchParallel)
 	for len(blocks) > 0 {
-		n := min(c.receiptBatchSize(), len(blocks))
-		l, err := c.blockReceipts(ctx, blocks[:n], out)
-		if err != nil {
-			return nil, err
-		}
-		left = append(left, l...)
-		blocks = blocks[n:]
 		if c.noBlockReceipts.Load() {
-			return append(left, blocks...), nil
+			set.leave(blocks)
+			break
 		}
+		n := min(c.receiptBatchSize(), len(blocks))
+		batch := blocks[:n]
+		g.Go(func() error { return c.blockReceipts(gctx, batch, set) })
+		blocks = blocks[n:]
 	}
-	return left, nil
+	return g.Wait()
 }
 
 // receiptBatchSize is how many blocks' receipts a batch asks for now.
@@ -301,7 +327,7 @@ func (c *Client) receiptBatchSize() int {
 	if n := int(c.receiptBatch.Load()); n > 0 {
 		return n
 	}
-	return receiptBlocks
+	return receiptBatchStart
 }
 
 // shrinkReceiptBatch keeps n as the batch size when it is smaller.

@@ -306,12 +306,18 @@ func TestReceiptsConfirmBurnsInOneBatch(t *testing.T) {
 	if r.Hidden != 0 || r.From.Number != 10 || r.To.Number != 20 {
 		t.Fatalf("range %d..%d hidden %d", r.From.Number, r.To.Number, r.Hidden)
 	}
+	// The middle blocks' headers and the receipts travel at the same time,
+	// in either order.
 	want := []string{
 		"eth_getLogs+eth_getBlockByNumber+eth_getBlockByNumber",
 		"eth_getBlockByNumber+eth_getBlockByNumber",
 		"eth_getBlockReceipts+eth_getBlockReceipts",
 	}
-	if got := n.requestMethods(); !slices.Equal(got, want) {
+	got := n.requestMethods()
+	if len(got) > 1 {
+		slices.Sort(got[1:])
+	}
+	if !slices.Equal(got, want) {
 		t.Fatalf("requests %q, want %q", got, want)
 	}
 	if got := fmt.Sprint(n.blockReceipts); got != fmt.Sprint([]common.Hash{hashOf(12), hashOf(15)}) {
@@ -658,14 +664,26 @@ func TestReceiptsBatchShrinksToTheReplyCap(t *testing.T) {
 		}
 		return sizes
 	}
-	for round, want := range [][]int{{32, 16, 8, 8, 8, 8, 8}, {8, 8, 8, 8, 8}} {
+	// Batches travel several at a time, so the first round's order (and
+	// whether the second half of a refused 32 is asked as 16 or as two 8s)
+	// depends on which reply comes first: one batch of 32 blocks, halves of
+	// it, five of 8 blocks in all; and once 8 fits, every later batch is 8.
+	for round := range 2 {
 		before := len(n.requestMethods())
 		r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 49)
 		if err != nil || len(r.Burns) != 40 {
 			t.Fatalf("round %d: %d burns, %v", round, len(r.Burns), err)
 		}
-		if got := batches(before); !slices.Equal(got, want) {
-			t.Fatalf("round %d: receipts batches of %v blocks, want %v", round, got, want)
+		got := batches(before)
+		count := map[int]int{}
+		for _, size := range got {
+			count[size]++
+		}
+		switch {
+		case round == 0 && (count[32] != 1 || count[8] != 5 || count[16]+6 != len(got)):
+			t.Fatalf("round 0: receipts batches of %v blocks, want 32, then halves, five of 8 blocks", got)
+		case round == 1 && !slices.Equal(got, []int{8, 8, 8, 8, 8}):
+			t.Fatalf("round 1: receipts batches of %v blocks, want [8 8 8 8 8]", got)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/big"
 	"slices"
 	"strings"
@@ -188,6 +189,15 @@ func (f *fakeChain) BurnRange(ctx context.Context, contracts []common.Address, f
 }
 
 func (f *fakeChain) HintDensity(uint64, int) {}
+
+func (f *fakeChain) Span() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.maxSpan > 0 {
+		return f.maxSpan
+	}
+	return math.MaxUint64
+}
 
 func (f *fakeChain) setHead(n int64) {
 	f.mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +27,9 @@ type Node interface {
 	Head(ctx context.Context) (chain.Header, error)
 	// HintDensity tells how many logs the ledger holds over a span of blocks.
 	HintDensity(blocks uint64, logs int)
+	// Span is how many blocks the next range should ask for: what the node
+	// learned of the provider's limit and the chain's log density.
+	Span() uint64
 }
 
 // WriterConfig is what every writer of one group shares.
@@ -36,7 +38,8 @@ type WriterConfig struct {
 	// Contracts are the burn contracts the group follows (one or more),
 	// read with one eth_getLogs filter under one cursor.
 	Contracts []common.Address
-	// MaxBlockRange is the most blocks one eth_getLogs call asks for.
+	// MaxBlockRange is the most blocks one eth_getLogs call asks for; the
+	// node sizes ranges within it (chain.EndpointsConfig).
 	MaxBlockRange uint64
 	LockWait      time.Duration
 	TxTimeout     time.Duration
@@ -276,12 +279,12 @@ func (t *RangeTx) Rollback() { t.tx.Rollback() }
 var errUsed = errors.New("range transaction already used")
 
 // Advance records the blocks after the cursor up to block to: range after
-// range, fetching each next range while the current one is recorded, until
-// it reaches to or budget runs out; then it moves the cursor to the end of
-// the last range recorded. The first range must continue the cursor's block
-// (its parent hash is the cursor's hash), else the chain no longer holds
-// what was committed: a *ViolationError, and nothing is written. At most two
-// ranges are in memory.
+// range, in chain order, with the next ranges fetched while the current one
+// is recorded (see prefetcher), until it reaches to or budget runs out; then
+// it moves the cursor to the end of the last range recorded. The first range
+// must continue the cursor's block (its parent hash is the cursor's hash),
+// else the chain no longer holds what was committed: a *ViolationError, and
+// nothing is written; each later one must continue the one before.
 func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (Totals, error) {
 	if t.used {
 		return Totals{}, errUsed
@@ -294,86 +297,37 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 	if !t.w.hinted.Load() {
 		t.hintDensity(ctx)
 	}
-	type fetched struct {
-		r   chain.Range
-		err error
-	}
-	var (
-		permits = make(chan struct{}, 1)
-		results = make(chan fetched, 1)
-		wg      sync.WaitGroup
-	)
-	fctx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); wg.Wait() }()
-	wg.Go(func() {
-		from := cur.Block + 1
-		for {
-			select {
-			case <-fctx.Done():
-				return
-			case <-permits:
-			}
-			_, maxTo, ok := NextRange(from-1, to, t.w.cfg.MaxBlockRange)
-			if !ok {
-				return
-			}
-			r, err := t.w.node.BurnRange(fctx, t.w.cfg.Contracts, uint64(from), uint64(maxTo))
-			if err != nil {
-				err = fmt.Errorf("fetching burns of blocks [%d, %d]: %w", from, maxTo, err)
-			}
-			select {
-			case results <- fetched{r, err}:
-			case <-fctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-			from = int64(r.To.Number) + 1
-		}
-	})
-
 	deadline := time.Now().Add(budget)
+	ranges := t.w.newPrefetcher(ctx, cur.Block+1, to, deadline)
+	defer ranges.Stop()
 	end, hash := cur.Block, cur.Hash
-	permits <- struct{}{}
 	for {
-		var f fetched
-		select {
-		case f = <-results:
-		case <-ctx.Done():
-			return Totals{}, ctx.Err()
-		}
-		if f.err != nil {
-			return Totals{}, f.err
-		}
-		r, from := f.r, end+1
-		last := int64(r.To.Number)
-		if err := checkSpan(r, from, to); err != nil {
+		r, err := ranges.Next()
+		if err != nil {
 			return Totals{}, err
 		}
-		if from == cur.Block+1 && hash != "" && hashHex(r.From.ParentHash) != hash {
+		last := int64(r.To.Number)
+		if end == cur.Block && hash != "" && hashHex(r.From.ParentHash) != hash {
 			return Totals{}, &ViolationError{Cursor: cur, Block: cur.Block, Committed: cur.Hash,
 				ChainHash: hashHex(r.From.ParentHash), SeenAt: r.From.Number}
 		}
-		if from > cur.Block+1 {
+		if end > cur.Block {
 			if err := checkContinues(r, hash); err != nil {
 				return Totals{}, err
 			}
 		}
-		more := last < to && time.Now().Before(deadline)
-		if more {
-			permits <- struct{}{} // the next range comes while this one is written
-		}
+		start := time.Now()
 		got, err := t.record(ctx, r)
 		if err != nil {
 			return Totals{}, err
 		}
+		ranges.Recorded(time.Since(start), got.logs)
 		t.totals.Logs += got.logs
 		t.totals.Rejected += got.rejected
 		t.totals.Inserted += got.inserted
 		t.totals.Duplicates += got.duplicates
 		end, hash = last, hashHex(r.To.Hash)
-		if !more {
+		if last >= to || !time.Now().Before(deadline) {
 			break
 		}
 	}

@@ -44,7 +44,7 @@ type Config struct {
 	Finality             string        `envconfig:"FINALITY" default:"finalized" chain:"true" desc:"target block: finalized, safe, or latest minus CONFIRMATIONS (a well-known CHAIN_ID has its own default)"`
 	Confirmations        uint64        `envconfig:"CONFIRMATIONS" default:"12" chain:"true" desc:"blocks behind the head when FINALITY=latest (ignored otherwise)"`
 	PollInterval         time.Duration `envconfig:"POLL_INTERVAL" default:"2s" desc:"once at the target, how often the chain is looked at again (from the start of the last look)"`
-	MaxBlockRange        uint64        `envconfig:"MAX_BLOCK_RANGE" default:"2000" chain:"true" desc:"most blocks per eth_getLogs call and per transaction (a well-known CHAIN_ID has its own default)"`
+	MaxBlockRange        uint64        `envconfig:"MAX_BLOCK_RANGE" default:"2000" chain:"true" desc:"blocks per eth_getLogs call: unset, the first size, which grows up to 100000 on sparse chains while replies are small and fast and shrinks to what the provider accepts; set, also the most ever asked (a well-known CHAIN_ID has its own first size)"`
 	VerifyReceipts       bool          `envconfig:"VERIFY_RECEIPTS" default:"true" desc:"confirm every burn in its transaction's receipt (eth_getBlockReceipts) before it is credited"`
 	RPCQuorum            int           `envconfig:"RPC_QUORUM" default:"1" desc:"how many distinct RPC_URL endpoints must give the same target and burns before a range is credited"`
 	LockWait             time.Duration `envconfig:"LOCK_WAIT" derived:"min(5s, TX_TIMEOUT/6)" desc:"how long a standby replica waits for the cursor lock before retrying (lock_timeout); below TX_TIMEOUT"`
@@ -69,6 +69,9 @@ type Config struct {
 	// lockWaitSet and rpcTimeoutSet say the user set LOCK_WAIT and
 	// RPC_TIMEOUT; otherwise they were derived from TX_TIMEOUT.
 	lockWaitSet, rpcTimeoutSet bool `ignored:"true"`
+	// maxBlockRangeSet says the user set MAX_BLOCK_RANGE: a hard cap, not
+	// a first size that grows.
+	maxBlockRangeSet bool `ignored:"true"`
 	// fromChain names the chain whose table gave the variables (by key)
 	// the user did not set.
 	fromChain map[string]chain.ChainDefaults `ignored:"true"`
@@ -136,6 +139,7 @@ func parseEnv() (Config, []string) {
 		}
 		cfg.deriveTimeouts(set)
 		cfg.applyChainDefaults(set)
+		cfg.maxBlockRangeSet = set("MAX_BLOCK_RANGE")
 		return cfg, problems
 	}
 }
@@ -164,6 +168,21 @@ func (c *Config) deriveTimeouts(set func(key string) bool) {
 	if !c.rpcTimeoutSet {
 		c.RPCTimeout = min(maxDerivedRPCTimeout, (c.TxTimeout / 3).Truncate(time.Millisecond))
 	}
+}
+
+// rangeGrowTo is the most blocks eth_getLogs ranges grow to on sparse
+// chains when MAX_BLOCK_RANGE is unset: 50 times the default first size,
+// hours to days of chain, and within what nodes without a cap answer fast.
+const rangeGrowTo = 100_000
+
+// maxRange is the most blocks one eth_getLogs call may ask for: the
+// user's MAX_BLOCK_RANGE, or, when unset, rangeGrowTo (ranges start at the
+// default and grow).
+func (c Config) maxRange() uint64 {
+	if c.maxBlockRangeSet {
+		return c.MaxBlockRange
+	}
+	return max(c.MaxBlockRange, rangeGrowTo)
 }
 
 // applyChainDefaults takes FINALITY, CONFIRMATIONS and MAX_BLOCK_RANGE from

@@ -607,6 +607,9 @@ func TestChainDefaults(t *testing.T) {
 			if cfg.Finality != string(d.Finality) || cfg.MaxBlockRange != d.MaxBlockRange {
 				t.Fatalf("FINALITY %s, MAX_BLOCK_RANGE %d; want the table's %s, %d", cfg.Finality, cfg.MaxBlockRange, d.Finality, d.MaxBlockRange)
 			}
+			if got := cfg.maxRange(); got != rangeGrowTo {
+				t.Fatalf("ranges grow to %d, want %d: the table's size is only the first", got, rangeGrowTo)
+			}
 			var stdout, stderr bytes.Buffer
 			if code := run([]string{"config"}, &stdout, &stderr); code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr.String())
@@ -622,9 +625,12 @@ func TestChainDefaults(t *testing.T) {
 	if len(problems) > 0 || cfg.MaxBlockRange != 300 || cfg.Finality != "safe" {
 		t.Fatalf("set values lost: %d %s %v", cfg.MaxBlockRange, cfg.Finality, problems)
 	}
+	if got := cfg.maxRange(); got != 300 {
+		t.Fatalf("ranges grow to %d; MAX_BLOCK_RANGE=300 set by the user is the most", got)
+	}
 	setEnv(t, with(map[string]string{"CHAIN_ID": "31337"}))
 	cfg, _ = loadConfig(scopeRun)
-	if cfg.MaxBlockRange != 2000 || cfg.Finality != "finalized" || cfg.Confirmations != 12 || len(cfg.fromChain) != 0 {
+	if cfg.MaxBlockRange != 2000 || cfg.maxRange() != rangeGrowTo || cfg.Finality != "finalized" || cfg.Confirmations != 12 || len(cfg.fromChain) != 0 {
 		t.Fatalf("an unknown chain got %+v", cfg)
 	}
 }

@@ -22,7 +22,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	from, to := rangeFlags(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	chunk := fs.Uint64("chunk", 0, "most blocks per eth_getLogs call (default MAX_BLOCK_RANGE)")
+	chunk := fs.Uint64("chunk", 0, "most blocks per eth_getLogs call (default: as the live loop, MAX_BLOCK_RANGE growing on sparse chains)")
 	c, code := rangeCommand(fs, args, from, to, stderr)
 	if c == nil {
 		return code
@@ -46,7 +46,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		return exitUnverified
 	}
 	if *chunk == 0 {
-		*chunk = cfg.MaxBlockRange
+		*chunk = cfg.maxRange()
 	}
 	v := poller.NewVerifier(pt.store, pt.nodes, cfg.ChainID, poller.Addresses(cfg.contracts()))
 	rep, err := v.Verify(ctx, int64(*from), to.n, *chunk)

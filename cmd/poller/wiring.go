@@ -108,7 +108,7 @@ func (c *command) writerConfig() poller.WriterConfig {
 		ChainID:       c.cfg.ChainID,
 		Contracts:     poller.Addresses(c.cfg.contracts()),
 		Group:         c.groupConfig(),
-		MaxBlockRange: c.cfg.MaxBlockRange,
+		MaxBlockRange: c.cfg.maxRange(),
 		LockWait:      c.cfg.LockWait,
 		TxTimeout:     c.cfg.TxTimeout,
 	}
@@ -168,6 +168,7 @@ func dialEndpoints(ctx context.Context, cfg Config, obs chain.EndpointsObserver,
 		Finality:      chain.Finality(cfg.Finality),
 		Confirmations: cfg.Confirmations,
 		MaxRange:      cfg.MaxBlockRange,
+		GrowTo:        cfg.maxRange(),
 		Quorum:        cfg.RPCQuorum,
 	}, obs, log), nil
 }

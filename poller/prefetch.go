@@ -1,0 +1,137 @@
+package poller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/burnpoller/burnpoller/chain"
+)
+
+// Window bounds of the ranges a range transaction has in flight.
+const (
+	minWindow = 2 // the range being recorded and the next one
+	maxWindow = 8
+)
+
+// prefetcher reads the burn ranges after a cursor ahead of the writer and
+// hands them over in chain order. Up to a window of ranges is in flight:
+// two (the one being recorded and the next) while recording takes as long
+// as fetching, as on a dense chain; up to eight while a round trip to the
+// node takes many times longer than recording what it returned, as on a
+// sparse chain behind a distant provider, so that the round trips overlap
+// instead of queueing. Each range is planned at the node's current range
+// size (Node.Span); a reply that ends short of its plan (a provider's limit
+// learned meanwhile) is followed by the rest of the plan before the next
+// one, so the ranges handed over are contiguous. The writer still checks
+// that each continues the one before.
+type prefetcher struct {
+	node      Node
+	w         *Writer
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	next, to  int64     // the first block not planned yet, and the last
+	deadline  time.Time // no range is planned after it
+	queue     []*planned
+	window    int
+	fetchTook time.Duration // of the last range handed over
+}
+
+// planned is one range in flight.
+type planned struct {
+	from, to int64
+	done     chan struct{}
+	r        chain.Range
+	err      error
+	took     time.Duration
+}
+
+// newPrefetcher plans the ranges of blocks [from, to] under ctx, none
+// after deadline. Stop must be called.
+func (w *Writer) newPrefetcher(ctx context.Context, from, to int64, deadline time.Time) *prefetcher {
+	ctx, cancel := context.WithCancel(ctx)
+	return &prefetcher{node: w.node, w: w, ctx: ctx, cancel: cancel, next: from, to: to, deadline: deadline, window: minWindow}
+}
+
+// Stop cancels the ranges still in flight and waits for them. Cancelling
+// is ours, never the node's fault: it is not counted against the endpoint.
+func (p *prefetcher) Stop() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+// Next returns the next range in chain order, which starts where the last
+// one ended. Before it returns, the ranges after it are on their way: up to
+// the window less one, fetched while the caller records this one.
+func (p *prefetcher) Next() (chain.Range, error) {
+	if len(p.queue) == 0 {
+		if p.next > p.to {
+			return chain.Range{}, fmt.Errorf("no range left to read after block %d", p.to)
+		}
+		p.plan()
+	}
+	head := p.queue[0]
+	select {
+	case <-head.done:
+	case <-p.ctx.Done():
+		return chain.Range{}, p.ctx.Err()
+	}
+	p.queue = p.queue[1:]
+	if head.err != nil {
+		return chain.Range{}, fmt.Errorf("fetching burns of blocks [%d, %d]: %w", head.from, head.to, head.err)
+	}
+	if err := checkSpan(head.r, head.from, head.to); err != nil {
+		return chain.Range{}, err
+	}
+	if end := int64(head.r.To.Number); end < head.to {
+		// Short of the plan: the rest of it comes first.
+		p.queue = append([]*planned{p.launch(end+1, head.to)}, p.queue...)
+	}
+	p.fetchTook = head.took
+	for len(p.queue) < p.window-1 && p.next <= p.to && time.Now().Before(p.deadline) {
+		p.plan()
+	}
+	return head.r, nil
+}
+
+// plan puts the next range, at the node's current range size, in flight.
+func (p *prefetcher) plan() {
+	span := max(1, min(p.node.Span(), p.w.cfg.MaxBlockRange))
+	_, to, _ := NextRange(p.next-1, p.to, span)
+	p.queue = append(p.queue, p.launch(p.next, to))
+	p.next = to + 1
+}
+
+// sparseLogs is the most logs a range may carry for the window to grow
+// past two: a window of dense ranges would hold that many replies in
+// memory at once.
+const sparseLogs = 500
+
+// Recorded tells how long recording the last range, of logs logs, took:
+// the window grows to cover the round trip with ranges in flight while
+// ranges are sparse, and is two when recording is the slower part or the
+// ranges are dense.
+func (p *prefetcher) Recorded(took time.Duration, logs int) {
+	w := maxWindow
+	switch {
+	case logs > sparseLogs:
+		w = minWindow
+	case took > 0:
+		w = 1 + int(p.fetchTook/took)
+	}
+	p.window = min(maxWindow, max(minWindow, w))
+}
+
+// launch fetches the burns of blocks [from, to] in the background.
+func (p *prefetcher) launch(from, to int64) *planned {
+	pl := &planned{from: from, to: to, done: make(chan struct{})}
+	p.wg.Go(func() {
+		defer close(pl.done)
+		start := time.Now()
+		pl.r, pl.err = p.node.BurnRange(p.ctx, p.w.cfg.Contracts, uint64(from), uint64(to))
+		pl.took = time.Since(start)
+	})
+	return pl
+}
