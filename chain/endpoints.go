@@ -511,7 +511,7 @@ func shrink(span, from, to uint64, l RangeLimit) uint64 {
 }
 
 // learnDensity sizes the next ranges from this one's log count: down in
-// proportion where logs are dense, doubling back where they are sparse.
+// proportion where logs are dense, up where they are sparse (see growth).
 func (e *Endpoints) learnDensity(span uint64, logs int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -521,8 +521,17 @@ func (e *Endpoints) learnDensity(span uint64, logs int) {
 	case uint64(logs) > target:
 		e.density = max(1, span*target/uint64(logs))
 	case uint64(logs) < target/2 && span >= e.density:
-		e.density = min(e.cfg.GrowTo, e.density*2)
+		e.density = min(e.cfg.GrowTo, e.density*e.growth(logs))
 	}
+}
+
+// growth is the factor a range grows by after a reply of logs logs, under
+// half of TargetLogs: as many times as the reply is below half the target,
+// from 2 to 8. An empty stretch reaches a provider's 10,000-block cap in
+// four replies from 16 blocks, where doubling would take ten; a reply near
+// the target grows by 2 only.
+func (e *Endpoints) growth(logs int) uint64 {
+	return min(8, max(2, uint64(e.cfg.TargetLogs)/uint64(2*(logs+1))))
 }
 
 // Span is the size of the next eth_getLogs range: the serving endpoint's
@@ -551,8 +560,9 @@ func (e *Endpoints) HintDensity(blocks uint64, logs int) {
 
 // succeed records a range of span blocks with logs logs that took took.
 // Below MaxRange (after a refusal) the limit grows back by a quarter every
-// GrowAfter successes. At or above it, a small and fast reply at the limit
-// doubles it, up to the cap a provider taught or GrowTo; a cap is tried again
+// GrowAfter successes. At or above it, a small and fast reply to a range as
+// large as the limit and the density allowed grows the limit past that
+// range (see growth), up to the cap a provider taught or GrowTo; a cap is tried again
 // a quarter higher after GrowAfter × 10 successes, so that a refusal that
 // was about a dense stretch rather than the provider's rule does not bind
 // for ever, at the cost of one refused call in a hundred where it was the
@@ -572,8 +582,10 @@ func (e *Endpoints) succeed(ep *endpoint, span uint64, logs int, took time.Durat
 		if ep.okStreak >= e.cfg.GrowAfter {
 			grown = min(e.cfg.MaxRange, ceiling, ep.limit+max(1, ep.limit/4))
 		}
-	case span >= ep.limit && uint64(logs) < uint64(e.cfg.TargetLogs)/2 && took < e.cfg.FastReply:
-		grown = min(ceiling, ep.limit*2)
+	case span >= min(ep.limit, e.density) && uint64(logs) < uint64(e.cfg.TargetLogs)/2 && took < e.cfg.FastReply:
+		// A range as large as asked for was small and fast: the next may
+		// be larger, whichever of the limit and the density held it.
+		grown = min(ceiling, max(ep.limit, span*e.growth(logs)))
 	}
 	if ep.cap > 0 && ep.limit >= ep.cap && ep.okStreak >= 10*e.cfg.GrowAfter {
 		ep.cap = min(e.cfg.GrowTo, ep.cap+max(1, ep.cap/4))

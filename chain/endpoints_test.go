@@ -408,8 +408,9 @@ func TestRangeLimitGrowsBackSlowly(t *testing.T) {
 	}
 }
 
-// TestRangeGrowsToTheProviderCap: on a sparse chain the range doubles past
-// MAX_BLOCK_RANGE while replies are small and fast, learns the provider's
+// TestRangeGrowsToTheProviderCap: on a sparse chain the range grows past
+// MAX_BLOCK_RANGE while replies are small and fast (eight times a range
+// while empty), learns the provider's
 // cap from its refusal (Alchemy's suggested range), keeps it, and tries a
 // quarter above it again only after ten times GrowAfter successes.
 func TestRangeGrowsToTheProviderCap(t *testing.T) {
@@ -435,8 +436,8 @@ func TestRangeGrowsToTheProviderCap(t *testing.T) {
 		got = append(got, r.To.Number-next+1)
 		next = r.To.Number + 1
 	}
-	want := []uint64{2_000, 4_000, 8_000}
-	for range 23 {
+	want := []uint64{2_000}
+	for range 25 {
 		want = append(want, 10_000) // the cap, from the 16,000-block refusal
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -448,8 +449,8 @@ func TestRangeGrowsToTheProviderCap(t *testing.T) {
 	}
 	// One refusal learns the cap; after 20 successes at it, one more
 	// (12,500) tries a quarter above it and is refused in turn.
-	wantAsked := append([]uint64{2_000, 4_000, 8_000, 16_000}, want[3:23]...)
-	wantAsked = append(wantAsked, 12_500, 10_000, 10_000, 10_000)
+	wantAsked := append([]uint64{2_000, 16_000}, want[1:21]...)
+	wantAsked = append(wantAsked, 12_500, 10_000, 10_000, 10_000, 10_000, 10_000)
 	if fmt.Sprint(asked) != fmt.Sprint(wantAsked) {
 		t.Fatalf("asked ranges of %v blocks, want %v", asked, wantAsked)
 	}
@@ -509,7 +510,8 @@ func TestRangeTimeoutAboveMaxRangeShrinks(t *testing.T) {
 		got = append(got, fmt.Sprint(r.To.Number-next+1))
 		next = r.To.Number + 1
 	}
-	if want := "[2000 4000 timeout 4000 4000]"; fmt.Sprint(got) != want {
+	// 2,000 grows to 16,000, which times out, and so does 8,000.
+	if want := "[2000 timeout timeout 4000 4000]"; fmt.Sprint(got) != want {
 		t.Fatalf("ranges %v, want %s", got, want)
 	}
 }
@@ -656,7 +658,8 @@ func TestRangesFollowLogDensity(t *testing.T) {
 	if got := r.To.Number - r.From.Number + 1; got != 5 || len(r.Burns) != 500 {
 		t.Fatalf("second range: %d blocks, %d logs; want 5 and 500", got, len(r.Burns))
 	}
-	// Sparse again: ranges double back towards MAX_BLOCK_RANGE.
+	// Sparse again: ranges grow back towards MAX_BLOCK_RANGE, eight times a
+	// range while empty.
 	n.set(func(n *scriptedNode) { n.logsPerBlock = 0 })
 	var spans []uint64
 	next := r.To.Number + 1
@@ -668,7 +671,7 @@ func TestRangesFollowLogDensity(t *testing.T) {
 		spans = append(spans, r.To.Number-r.From.Number+1)
 		next = r.To.Number + 1
 	}
-	if fmt.Sprint(spans) != "[5 10 20 40 80 160 320 640 1000 1000]" {
+	if fmt.Sprint(spans) != "[5 40 320 1000 1000 1000 1000 1000 1000 1000]" {
 		t.Fatalf("spans = %v", spans)
 	}
 }

@@ -23,9 +23,9 @@ const (
 // sparse chain behind a distant provider, so that the round trips overlap
 // instead of queueing. Each range is planned at the node's current range
 // size (Node.Span); a reply that ends short of its plan (a provider's limit
-// learned meanwhile) is followed by the rest of the plan before the next
-// one, so the ranges handed over are contiguous. The writer still checks
-// that each continues the one before.
+// learned meanwhile) drops the plans after it, and the blocks after it are
+// planned again at the size learned, so the ranges handed over are
+// contiguous. The writer still checks that each continues the one before.
 type prefetcher struct {
 	node      Node
 	w         *Writer
@@ -42,6 +42,7 @@ type prefetcher struct {
 // planned is one range in flight.
 type planned struct {
 	from, to int64
+	cancel   context.CancelFunc
 	done     chan struct{}
 	r        chain.Range
 	err      error
@@ -86,8 +87,17 @@ func (p *prefetcher) Next() (chain.Range, error) {
 		return chain.Range{}, err
 	}
 	if end := int64(head.r.To.Number); end < head.to {
-		// Short of the plan: the rest of it comes first.
-		p.queue = append([]*planned{p.launch(end+1, head.to)}, p.queue...)
+		// Short of the plan: the node learned a smaller range (a
+		// provider's limit), and the ranges planned after this one were
+		// planned too large as well. They are dropped and the blocks
+		// after this range planned again at the size learned.
+		for _, pl := range p.queue {
+			pl.cancel()
+		}
+		p.queue, p.next = nil, end+1
+		if p.next <= p.to {
+			p.plan()
+		}
 	}
 	p.fetchTook = head.took
 	for len(p.queue) < p.window-1 && p.next <= p.to && time.Now().Before(p.deadline) {
@@ -126,11 +136,13 @@ func (p *prefetcher) Recorded(took time.Duration, logs int) {
 
 // launch fetches the burns of blocks [from, to] in the background.
 func (p *prefetcher) launch(from, to int64) *planned {
-	pl := &planned{from: from, to: to, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(p.ctx)
+	pl := &planned{from: from, to: to, cancel: cancel, done: make(chan struct{})}
 	p.wg.Go(func() {
 		defer close(pl.done)
+		defer cancel()
 		start := time.Now()
-		pl.r, pl.err = p.node.BurnRange(p.ctx, p.w.cfg.Contracts, uint64(from), uint64(to))
+		pl.r, pl.err = p.node.BurnRange(ctx, p.w.cfg.Contracts, uint64(from), uint64(to))
 		pl.took = time.Since(start)
 	})
 	return pl

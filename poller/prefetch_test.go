@@ -1,9 +1,11 @@
 package poller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/big"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,8 +16,9 @@ import (
 )
 
 // spanNode is a chain of empty blocks at the RPC boundary: it plans ranges
-// of span blocks but answers at most cap of them, and a test may hold the
-// reply for a range until it releases it.
+// of span blocks but answers at most cap of them, and then plans cap (as
+// chain.Endpoints learns a provider's limit); a test may hold the reply for
+// a range until it releases it.
 type spanNode struct {
 	span, cap uint64
 	mu        sync.Mutex
@@ -42,6 +45,9 @@ func (n *spanNode) BurnRange(ctx context.Context, _ []common.Address, from, to u
 	}
 	if n.cap > 0 && to-from+1 > n.cap {
 		to = from + n.cap - 1
+		n.mu.Lock()
+		n.span = n.cap
+		n.mu.Unlock()
 	}
 	if n.answered != nil {
 		n.answered <- from
@@ -49,7 +55,11 @@ func (n *spanNode) BurnRange(ctx context.Context, _ []common.Address, from, to u
 	return chain.Range{From: n.header(from), To: n.header(to)}, nil
 }
 
-func (n *spanNode) Span() uint64 { return n.span }
+func (n *spanNode) Span() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.span
+}
 
 func (n *spanNode) Target(context.Context) (chain.Target, error) { return chain.Target{}, nil }
 func (n *spanNode) Headers(context.Context, []uint64) (map[uint64]chain.Header, error) {
@@ -103,25 +113,35 @@ func TestPrefetcherHandsRangesOverInChainOrder(t *testing.T) {
 	}
 }
 
-// TestPrefetcherFillsAShortReply: a range that ends short of its plan (the
-// provider's limit) is followed by the rest of the plan, so the ranges
-// handed over are contiguous.
-func TestPrefetcherFillsAShortReply(t *testing.T) {
+// TestPrefetcherReplansAfterAShortReply: a range that ends short of its
+// plan (the provider's limit, learned) drops the plans after it, and the
+// blocks after it are planned again at the learned size: the ranges handed
+// over are contiguous, and none is asked twice.
+func TestPrefetcherReplansAfterAShortReply(t *testing.T) {
 	t.Parallel()
 	n := &spanNode{span: 10, cap: 4}
 	w := &Writer{cfg: WriterConfig{MaxBlockRange: 100}, node: n}
 	p := w.newPrefetcher(context.Background(), 5, 24, time.Now().Add(time.Hour))
 	defer p.Stop()
+	p.window = maxWindow
 	var got []chain.Range
-	for range 6 {
+	for range 5 {
 		r, err := p.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, r)
 	}
-	if want := "[5 8][9 12][13 14][15 18][19 22][23 24]"; spans(got) != want {
+	if want := "[5 8][9 12][13 16][17 20][21 24]"; spans(got) != want {
 		t.Fatalf("ranges %s, want %s", spans(got), want)
+	}
+	// Asked at the same time, so in any order.
+	n.mu.Lock()
+	asked := slices.Clone(n.asked)
+	n.mu.Unlock()
+	slices.SortFunc(asked, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	if want := "[[5 14] [9 12] [13 16] [17 20] [21 24]]"; fmt.Sprint(asked) != want {
+		t.Fatalf("asked %v, want %s", asked, want)
 	}
 	if _, err := p.Next(); err == nil {
 		t.Fatal("Next after the last block succeeded")
