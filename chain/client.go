@@ -350,11 +350,11 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 		"topics":    [][]common.Hash{{BurnTopic}},
 	}
 	var (
-		logs           []types.Log
+		rawLogs        []rpcLog
 		fromHdr, toHdr *rpcHeader
 	)
 	err := c.batch(ctx, []rpc.BatchElem{
-		{Method: "eth_getLogs", Args: []any{filter}, Result: &logs},
+		{Method: "eth_getLogs", Args: []any{filter}, Result: &rawLogs},
 		{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(from), false}, Result: &fromHdr},
 		{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(to), false}, Result: &toHdr},
 	})
@@ -371,6 +371,10 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 			return Range{}, c.badReply("eth_getBlockByNumber", err)
 		}
 		canonical[h.want] = hdr
+	}
+	logs, err := toLogs(rawLogs)
+	if err != nil {
+		return Range{}, c.badReply("eth_getLogs", err)
 	}
 	burns, rejected, err := ValidateLogs(logs, contracts, from, to)
 	if err != nil {

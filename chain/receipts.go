@@ -52,7 +52,7 @@ type rpcReceipt struct {
 	TxHash    *common.Hash    `json:"transactionHash"`
 	BlockHash *common.Hash    `json:"blockHash"`
 	Status    *hexutil.Uint64 `json:"status"`
-	Logs      []types.Log     `json:"logs"`
+	Logs      []rpcLog        `json:"logs"`
 }
 
 // receiptBatchStart is how many blocks' receipts one batch asks for at first:
@@ -186,7 +186,11 @@ func burnsInReceipts(rs []rpcReceipt, h Header, contracts []common.Address) ([]t
 		if uint64(*rc.Status) != types.ReceiptStatusSuccessful {
 			continue
 		}
-		for _, l := range rc.Logs {
+		logs, err := toLogs(rc.Logs)
+		if err != nil {
+			return nil, fmt.Errorf("receipt of tx %s: %w", rc.TxHash.Hex(), err)
+		}
+		for _, l := range logs {
 			if len(l.Topics) == 0 || l.Topics[0] != BurnTopic || !slices.Contains(contracts, l.Address) {
 				continue
 			}

@@ -1,0 +1,79 @@
+package chain
+
+import (
+	"encoding/json"
+	"errors"
+	"math/big"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+)
+
+// TestRPCLogDecodesAsTypesLog: a log decodes to what go-ethereum's own
+// decoder gives, whichever optional fields the node sends.
+func TestRPCLogDecodesAsTypesLog(t *testing.T) {
+	t.Parallel()
+	full := types.Log{Address: common.Address{1}, Topics: []common.Hash{BurnTopic, {2}, {3}},
+		Data: common.LeftPadBytes(big.NewInt(7).Bytes(), 64), BlockNumber: 12, TxHash: common.Hash{4},
+		TxIndex: 3, BlockHash: common.Hash{5}, Index: 9, Removed: true}
+	b, err := json.Marshal([]*types.Log{&full})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := `[{"address":"0x0100000000000000000000000000000000000000","topics":[],"data":"0x","transactionHash":"0x0400000000000000000000000000000000000000000000000000000000000000"}]`
+	for _, doc := range []string{string(b), pending} {
+		var want []types.Log
+		if err := json.Unmarshal([]byte(doc), &want); err != nil {
+			t.Fatal(err)
+		}
+		var raw []rpcLog
+		if err := json.Unmarshal([]byte(doc), &raw); err != nil {
+			t.Fatal(err)
+		}
+		got, err := toLogs(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decoded %+v, want %+v", got, want)
+		}
+	}
+}
+
+// TestRPCLogRequiresWhatTypesLogRequires: a log lacking a required field
+// is a bad reply, named.
+func TestRPCLogRequiresWhatTypesLogRequires(t *testing.T) {
+	t.Parallel()
+	fields := map[string]string{
+		"address":         `"0x0100000000000000000000000000000000000000"`,
+		"topics":          `[]`,
+		"data":            `"0x"`,
+		"transactionHash": `"0x0400000000000000000000000000000000000000000000000000000000000000"`,
+	}
+	for missing := range fields {
+		t.Run(missing, func(t *testing.T) {
+			var parts []string
+			for k, v := range fields {
+				if k != missing {
+					parts = append(parts, `"`+k+`":`+v)
+				}
+			}
+			doc := "[{" + strings.Join(parts, ",") + "}]"
+			var typed []types.Log
+			if err := json.Unmarshal([]byte(doc), &typed); err == nil {
+				t.Fatalf("types.Log took a log without %s", missing)
+			}
+			var raw []rpcLog
+			if err := json.Unmarshal([]byte(doc), &raw); err != nil {
+				t.Fatal(err)
+			}
+			_, err := toLogs(raw)
+			if !errors.Is(err, ErrBadReply) || !strings.Contains(err.Error(), missing) {
+				t.Fatalf("toLogs = %v, want a bad reply naming %s", err, missing)
+			}
+		})
+	}
+}
