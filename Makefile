@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
-.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-micro contracts demo lint compose-check clean
+.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro contracts demo lint compose-check clean
 
 # Each fuzz target runs this long; a crash leaves its input in the package's
 # testdata/fuzz, to be committed as a regression seed.
@@ -34,22 +34,33 @@ soak:
 	go test -race -count=1 -timeout 6h -run 'TestChaos$$' ./integration -args -soak $(SOAK)
 
 # Benchmarks (see BENCHMARKS.md): the ceilings, catch-up with 1 and 3
-# replicas, failover and the steady state, against the local Postgres.
+# replicas, failover, the steady state, idle RPC calls and the sparse first
+# sync, against the local Postgres (about 15 minutes).
 bench:
 	go run ./cmd/bench -burns 100000 -out bench.json
 
 bench-1m:
-	go run ./cmd/bench -burns 1000000 -steady 0 -out bench-1m.json
+	go run ./cmd/bench -burns 1000000 -steady 0 -seen 0 -idle 0 -sparse=false -out bench-1m.json
 
 bench-seen:
 	go run ./cmd/bench -seen-only -seen 30s -out bench-seen.json
 
-# The sparse first sync: anvil (npm), a proxy adding 80 ms per request and
-# capping eth_getLogs at 10,000 blocks with Alchemy's reply, one replica.
-ANVIL ?= node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil
+# The sparse first sync: go-ethereum's simulated backend seeded with 300,000
+# blocks and 3,000 burns, a proxy adding 80 ms per request and capping
+# eth_getLogs at 10,000 blocks with Alchemy's reply, one replica, three
+# timed runs per setting on the one seeded chain (about 6 minutes).
 bench-sparse:
+	go run ./cmd/bench -sparse-only -sparse-runs 3 -out bench-sparse.json
+
+# The same on anvil (npm), smaller: anvil mines about 170 empty blocks/s here.
+ANVIL ?= node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil
+bench-sparse-anvil:
 	test -x $(ANVIL) || npm install --no-save --no-package-lock @foundry-rs/anvil-linux-amd64@1.7.1
-	go run ./cmd/bench -sparse-only -anvil $(ANVIL) -sparse-blocks 30000 -sparse-burns 300 -out bench-sparse.json
+	go run ./cmd/bench -sparse-only -sparse-node anvil -anvil $(ANVIL) -sparse-blocks 30000 -sparse-burns 300 -out bench-sparse-anvil.json
+
+# RPC calls while idle: 1 and 3 replicas, with and without RPC_WS_URL.
+bench-idle:
+	go run ./cmd/bench -idle-only -idle 60s -out bench-idle.json
 
 bench-micro:
 	go test -run '^$$' -bench . -benchtime 3s ./chain ./payments

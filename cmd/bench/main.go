@@ -47,12 +47,19 @@ type options struct {
 	seenOnly    bool
 	trust       bool
 	// The sparse first sync (sparse.go).
+	sparse        bool
 	sparseOnly    bool
+	sparseNode    string
+	sparseRuns    int
 	anvil         string
 	sparseBlocks  uint64
 	sparseBurns   int
 	sparseLatency time.Duration
 	sparseCap     uint64
+	// Idle RPC calls (idle.go).
+	idle          time.Duration
+	idleOnly      bool
+	idleBlockTime time.Duration
 }
 
 func main() {
@@ -68,7 +75,13 @@ func main() {
 	flag.DurationVar(&o.seen, "seen", 30*time.Second, "length of each head-to-seen latency run, polling and with newHeads (0 skips them)")
 	flag.BoolVar(&o.seenOnly, "seen-only", false, "run only the head-to-seen latency phase (no seeding)")
 	flag.BoolVar(&o.trust, "trust", true, "time catch-up with receipts off and with RPC_QUORUM=2 (the node twice)")
-	flag.BoolVar(&o.sparseOnly, "sparse-only", false, "run only the sparse first sync: anvil, a provider-like proxy, one replica")
+	flag.BoolVar(&o.sparse, "sparse", true, "end the full run with the sparse first sync (its own chain, -sparse-node)")
+	flag.BoolVar(&o.sparseOnly, "sparse-only", false, "run only the sparse first sync: a provider-like proxy, one replica")
+	flag.StringVar(&o.sparseNode, "sparse-node", "sim", "the sparse chain's node: sim (go-ethereum's simulated backend, as devchain) or anvil (-anvil)")
+	flag.IntVar(&o.sparseRuns, "sparse-runs", 1, "first syncs timed on the one seeded sparse chain, per setting")
+	flag.DurationVar(&o.idle, "idle", 30*time.Second, "length of each idle RPC-call window (1 and 3 replicas, with and without RPC_WS_URL; 0 skips them)")
+	flag.BoolVar(&o.idleOnly, "idle-only", false, "run only the idle RPC-call phase (no seeding)")
+	flag.DurationVar(&o.idleBlockTime, "idle-block-time", 2*time.Second, "block time while idle")
 	flag.StringVar(&o.anvil, "anvil", "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil", "the anvil binary (npm @foundry-rs/anvil-linux-amd64)")
 	flag.Uint64Var(&o.sparseBlocks, "sparse-blocks", 300_000, "blocks of the sparse chain")
 	flag.IntVar(&o.sparseBurns, "sparse-burns", 3000, "burns on the sparse chain, one per block, spread evenly")
@@ -138,17 +151,13 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 	}
 	if o.sparseOnly {
 		res.Burns = 0
-		for _, env := range [][]string{nil, {"VERIFY_RECEIPTS=false"}} {
-			log.Info("sparse first sync", slog.Any("settings", env))
-			sp, err := b.sparse(ctx, o, env...)
-			if err != nil {
-				return nil, fmt.Errorf("sparse sync: %w", err)
-			}
-			log.Info("sparse first sync", slog.Float64("seconds", sp.Seconds), slog.Float64("blocks_per_second", sp.BlocksPer),
-				slog.Float64("ratio_to_floor", sp.RatioToFloor), slog.Any("calls", sp.Calls))
-			res.Sparse = append(res.Sparse, sp)
-		}
-		return res, nil
+		res.Sparse, err = b.sparsePhase(ctx, o)
+		return res, err
+	}
+	if o.idleOnly {
+		res.Burns = 0
+		res.Idle, err = b.idlePhase(ctx, o)
+		return res, err
 	}
 	log.Info("seeding", slog.Int("burns", o.burns))
 	seedStart := time.Now()
@@ -258,6 +267,14 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 	}
 	if err := b.seenPhases(ctx, o, res); err != nil {
 		return nil, err
+	}
+	if res.Idle, err = b.idlePhase(ctx, o); err != nil {
+		return nil, err
+	}
+	if o.sparse {
+		if res.Sparse, err = b.sparsePhase(ctx, o); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,12 +21,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/contracts/bindings"
+	"github.com/burnpoller/burnpoller/devchain"
 	"github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/rpcfault"
 )
 
 // Sparse is a first sync of a sparse chain through a provider-like proxy.
 type Sparse struct {
+	Node      string  `json:"node"` // sim (go-ethereum's simulated backend) or anvil
+	Run       int     `json:"run"`
 	Blocks    uint64  `json:"blocks"`
 	Burns     int     `json:"burns"`
 	LatencyMs int64   `json:"latency_ms"`
@@ -37,23 +42,105 @@ type Sparse struct {
 	Requests     int            `json:"http_requests"`
 	Calls        map[string]int `json:"calls_by_method"`
 	Rows         int            `json:"rows"`
+	PeakRSSMiB   int64          `json:"peak_rss_mib"`
 	Settings     []string       `json:"settings"`
 }
 
 // anvilKey is anvil's first dev account (publicly known).
 const anvilKey = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
 
-// sparse seeds an anvil chain of o.sparseBlocks blocks holding
-// o.sparseBurns burns in separate blocks, spread evenly, and times one
-// replica's `poller run --until-finalized` from an empty ledger through a
-// proxy that adds o.sparseLatency to every request and refuses eth_getLogs
-// over o.sparseCap blocks with Alchemy's words and suggested range.
-func (b *bench) sparse(ctx context.Context, o options, env ...string) (*Sparse, error) {
+// sparseChain is a seeded sparse chain: the node's URL, its burn contract
+// and head.
+type sparseChain struct {
+	node     string
+	url      string
+	chainID  uint64
+	contract common.Address
+	head     uint64
+	close    func()
+}
+
+// sparsePhase seeds one sparse chain of o.sparseBlocks blocks holding
+// o.sparseBurns burns (o.sparseNode: sim or anvil), then times
+// o.sparseRuns first syncs on it for each setting: the defaults, and
+// VERIFY_RECEIPTS=false.
+func (b *bench) sparsePhase(ctx context.Context, o options) ([]*Sparse, error) {
+	start := time.Now()
+	sc, err := b.seedSparseChain(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("seeding the sparse chain: %w", err)
+	}
+	defer sc.close()
+	b.log.Info("sparse chain seeded", slog.String("node", sc.node), slog.Uint64("head", sc.head),
+		slog.Int("burns", o.sparseBurns), slog.Float64("seconds", time.Since(start).Seconds()))
+	var out []*Sparse
+	for _, env := range [][]string{nil, {"VERIFY_RECEIPTS=false"}} {
+		for run := 1; run <= max(o.sparseRuns, 1); run++ {
+			sp, err := b.sparseRun(ctx, o, sc, env...)
+			if err != nil {
+				return nil, fmt.Errorf("sparse sync %v, run %d: %w", env, run, err)
+			}
+			sp.Run = run
+			b.log.Info("sparse first sync", slog.Any("settings", env), slog.Int("run", run), slog.Float64("seconds", sp.Seconds),
+				slog.Float64("blocks_per_second", sp.BlocksPer), slog.Float64("ratio_to_floor", sp.RatioToFloor), slog.Any("calls", sp.Calls))
+			out = append(out, sp)
+		}
+	}
+	return out, nil
+}
+
+// seedSparseChain starts the node o.sparseNode names and seeds it.
+func (b *bench) seedSparseChain(ctx context.Context, o options) (*sparseChain, error) {
+	switch o.sparseNode {
+	case "sim":
+		return seedSparseSim(ctx, o)
+	case "anvil":
+		return seedSparseAnvil(ctx, o)
+	}
+	return nil, fmt.Errorf("-sparse-node %q: want sim or anvil", o.sparseNode)
+}
+
+// seedSparseSim seeds an in-process go-ethereum simulated backend (as
+// devchain) with the sparse workload: it commits about 1,100 empty blocks
+// a second here, where anvil mines 170 and slows as its chain grows.
+func seedSparseSim(ctx context.Context, o options) (*sparseChain, error) {
+	c, err := devchain.Start(ctx, devchain.Config{Addr: "127.0.0.1:0", Payers: 1})
+	if err != nil {
+		return nil, err
+	}
+	gap := o.sparseBlocks / uint64(o.sparseBurns+1)
+	for i := range o.sparseBurns {
+		for range max(gap, 1) - 1 {
+			c.Seal()
+		}
+		digest := crypto.Keccak256Hash([]byte(fmt.Sprint("sparse", i)))
+		if _, err := c.Burn(ctx, 0, big.NewInt(int64(1_000_000+i)), digest); err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("burn %d: %w", i, err)
+		}
+		c.Seal()
+	}
+	// The simulated backend's finalized block is the last multiple of 32.
+	for range max(gap, 64) {
+		c.Seal()
+	}
+	info := c.Info()
+	head, err := c.Client().BlockNumber(ctx)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return &sparseChain{node: "sim", url: info.RPCURL, chainID: info.ChainID, contract: info.BurnContract, head: head,
+		close: func() { _ = c.Close() }}, nil
+}
+
+// seedSparseAnvil starts anvil (o.anvil) and seeds it with the sparse
+// workload.
+func seedSparseAnvil(ctx context.Context, o options) (_ *sparseChain, err error) {
 	dir, err := os.MkdirTemp("", "bench-anvil-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
 	addr, err := harness.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -64,7 +151,12 @@ func (b *bench) sparse(ctx context.Context, o options, env ...string) (*Sparse, 
 	if err := anvil.Start(); err != nil {
 		return nil, fmt.Errorf("starting anvil (%s; -anvil): %w", o.anvil, err)
 	}
-	defer func() { _ = anvil.Process.Kill(); _ = anvil.Wait() }()
+	stop := func() { _ = anvil.Process.Kill(); _ = anvil.Wait(); _ = os.RemoveAll(dir) }
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
 	url := "http://" + addr.String()
 	var c *ethclient.Client
 	for i := 0; ; i++ {
@@ -82,13 +174,30 @@ func (b *bench) sparse(ctx context.Context, o options, env ...string) (*Sparse, 
 	defer c.Close()
 	burnAddr, err := seedSparse(ctx, c, o.sparseBlocks, o.sparseBurns)
 	if err != nil {
-		return nil, fmt.Errorf("seeding anvil: %w", err)
+		return nil, err
 	}
 	head, err := c.BlockNumber(ctx)
 	if err != nil {
 		return nil, err
 	}
-	proxy, err := rpcfault.Start(url)
+	chainID, err := c.ChainID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &sparseChain{node: "anvil", url: url, chainID: chainID.Uint64(), contract: burnAddr, head: head, close: stop}, nil
+}
+
+// sparseRun times one replica's `poller run --until-finalized` from an
+// empty ledger through a fresh proxy that adds o.sparseLatency to every
+// request and refuses eth_getLogs over o.sparseCap blocks with Alchemy's
+// words and suggested range, and checks the ledger is exact.
+func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, env ...string) (*Sparse, error) {
+	dir, err := os.MkdirTemp("", "bench-sparse-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	proxy, err := rpcfault.Start(sc.url)
 	if err != nil {
 		return nil, err
 	}
@@ -104,17 +213,13 @@ func (b *bench) sparse(ctx context.Context, o options, env ...string) (*Sparse, 
 		return nil, err
 	}
 	defer dropDB(ctx, b.admin, name)
-	chainID, err := c.ChainID(ctx)
-	if err != nil {
-		return nil, err
-	}
 	httpAddr, err := harness.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
 	runEnv := append([]string{
-		"DATABASE_URL=" + dbURL, "RPC_URL=" + proxy.URL, "CHAIN_ID=" + chainID.String(),
-		"BURN_CONTRACT=" + burnAddr.Hex(), "HTTP_ADDR=" + httpAddr.String(), "LOG_FORMAT=json",
+		"DATABASE_URL=" + dbURL, "RPC_URL=" + proxy.URL, "CHAIN_ID=" + strconv.FormatUint(sc.chainID, 10),
+		"BURN_CONTRACT=" + sc.contract.Hex(), "HTTP_ADDR=" + httpAddr.String(), "LOG_FORMAT=json",
 	}, env...)
 	logFile := filepath.Join(dir, "poller.log")
 	f, err := os.Create(logFile)
@@ -122,15 +227,18 @@ func (b *bench) sparse(ctx context.Context, o options, env ...string) (*Sparse, 
 		return nil, err
 	}
 	defer f.Close()
-	cmd := exec.CommandContext(ctx, b.bin, "run", "--until-finalized")
-	cmd.Env = append(os.Environ(), runEnv...)
-	cmd.Stdout, cmd.Stderr = f, f
 	start := time.Now()
-	err = cmd.Run()
-	took := time.Since(start)
+	p, err := harness.Start(harness.Spec{Name: "sparse", Bin: b.bin, Args: []string{"run", "--until-finalized"},
+		Env: runEnv, Stdout: f, Stderr: f})
 	if err != nil {
+		return nil, err
+	}
+	code, err := p.Wait(10 * time.Minute)
+	took := time.Since(start)
+	if err != nil || code != 0 {
+		_, _ = p.Stop(5 * time.Second)
 		out, _ := os.ReadFile(logFile)
-		return nil, fmt.Errorf("poller run: %w\n%s", err, lastLines(string(out), 20))
+		return nil, fmt.Errorf("poller run: exit %d, %v\n%s", code, err, lastLines(string(out), 20))
 	}
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
@@ -146,11 +254,11 @@ func (b *bench) sparse(ctx context.Context, o options, env ...string) (*Sparse, 
 	blocks := uint64(cursor) + 1
 	floor := float64((blocks+o.sparseCap-1)/o.sparseCap) * o.sparseLatency.Seconds()
 	return &Sparse{
-		Blocks: blocks, Burns: o.sparseBurns, LatencyMs: o.sparseLatency.Milliseconds(), CapBlocks: o.sparseCap,
+		Node: sc.node, Blocks: blocks, Burns: o.sparseBurns, LatencyMs: o.sparseLatency.Milliseconds(), CapBlocks: o.sparseCap,
 		Seconds: took.Seconds(), BlocksPer: float64(blocks) / took.Seconds(),
 		FloorSeconds: floor, RatioToFloor: took.Seconds() / floor,
-		Requests: st.Requests, Calls: st.Calls, Rows: rows, Settings: env,
-	}, checkHead(head, uint64(cursor), rows, o.sparseBurns)
+		Requests: st.Requests, Calls: st.Calls, Rows: rows, PeakRSSMiB: peakRSSMiB(p), Settings: env,
+	}, checkHead(sc.head, uint64(cursor), rows, o.sparseBurns)
 }
 
 func checkHead(head, cursor uint64, rows, burns int) error {
