@@ -37,7 +37,7 @@ soak:
 # replicas, failover, the steady state, idle RPC calls and the sparse first
 # sync, against the local Postgres (about 15 minutes).
 bench:
-	go run ./cmd/bench -burns 100000 -out bench.json
+	go run ./cmd/bench -burns 100000 -sparse-runs 3 -out bench.json
 
 bench-1m:
 	go run ./cmd/bench -burns 1000000 -steady 0 -seen 0 -idle 0 -sparse=false -out bench-1m.json
