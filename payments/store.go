@@ -576,6 +576,31 @@ func (t *Tx) CountPayments(ctx context.Context, chainID uint64, contracts []stri
 	return n, nil
 }
 
+// MarkPolled records, with the transaction, that the group read the chain
+// ago before now (when its read of the target began) and left cursor id at
+// the finality target: another replica taking the row within a poll
+// interval may skip its read (poller.Loop).
+func (t *Tx) MarkPolled(ctx context.Context, id string, ago time.Duration) error {
+	if _, err := t.tx.Exec(ctx, `UPDATE block_cursors SET polled_at = clock_timestamp() - $2::interval WHERE id = $1`,
+		id, ago); err != nil {
+		return fmt.Errorf("marking cursor %q polled: %w", id, interpret(err))
+	}
+	return nil
+}
+
+// PolledAge is how long ago, by the database's clock now, the group last
+// read the chain for cursor id (see MarkPolled); ok is false if never.
+func (t *Tx) PolledAge(ctx context.Context, id string) (age time.Duration, ok bool, err error) {
+	var a *time.Duration
+	if err := t.tx.QueryRow(ctx, `SELECT clock_timestamp() - polled_at FROM block_cursors WHERE id = $1`, id).Scan(&a); err != nil {
+		return 0, false, fmt.Errorf("reading when cursor %q was polled: %w", id, interpret(err))
+	}
+	if a == nil {
+		return 0, false, nil
+	}
+	return *a, true, nil
+}
+
 // MarkRescanned records that the group re-read the blocks below cursor id now.
 func (t *Tx) MarkRescanned(ctx context.Context, id string) error {
 	if _, err := t.tx.Exec(ctx, `UPDATE block_cursors SET rescanned_at = now() WHERE id = $1`, id); err != nil {

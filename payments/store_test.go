@@ -387,3 +387,53 @@ func TestInsertRejectsNegativeAndKeepsExactAmounts(t *testing.T) {
 		}
 	}
 }
+
+// TestPolledAge: a cursor never polled has no age; one marked as read a
+// second ago is about a second old, by the database's clock, and the mark
+// commits with the transaction or not at all.
+func TestPolledAge(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	if _, err := s.SeedCursor(ctx, "c", -1, ""); err != nil {
+		t.Fatal(err)
+	}
+	inTx := func(f func(tx *payments.Tx)) {
+		t.Helper()
+		tx, err := s.Begin(ctx, limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.LockCursor(ctx, "c"); err != nil {
+			t.Fatal(err)
+		}
+		f(tx)
+	}
+	inTx(func(tx *payments.Tx) {
+		if _, ok, err := tx.PolledAge(ctx, "c"); err != nil || ok {
+			t.Fatalf("PolledAge of a cursor never polled: ok %v, %v", ok, err)
+		}
+		if err := tx.MarkPolled(ctx, "c", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		// Rolled back: never polled still.
+	})
+	inTx(func(tx *payments.Tx) {
+		if _, ok, err := tx.PolledAge(ctx, "c"); err != nil || ok {
+			t.Fatalf("PolledAge after a rolled-back mark: ok %v, %v", ok, err)
+		}
+		if err := tx.MarkPolled(ctx, "c", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	inTx(func(tx *payments.Tx) {
+		age, ok, err := tx.PolledAge(ctx, "c")
+		if err != nil || !ok || age < time.Second || age > time.Minute {
+			t.Fatalf("PolledAge = %v, %v, %v; want a second or a little more", age, ok, err)
+		}
+	})
+}

@@ -58,6 +58,9 @@ type LoopSignals struct {
 	Idle testsignal.Signal[int64]
 	// Standby: another writer held the lock.
 	Standby testsignal.Signal[struct{}]
+	// Skipped: the loop took the lock and let another replica's recent
+	// read of the chain stand (see Loop.skip).
+	Skipped testsignal.Signal[struct{}]
 	// Failed: a transaction failed and was rolled back.
 	Failed testsignal.Signal[error]
 	// Latched: a finality violation latched; Cleared: a reset cleared it.
@@ -83,6 +86,9 @@ type Loop struct {
 	log     *slog.Logger
 	beat    *Heartbeat
 	latch   latch
+	// woken is when a new head ended the last wait, zero when the timer
+	// did (see skip).
+	woken time.Time
 
 	// Signals are for tests; set them up before Run.
 	Signals LoopSignals
@@ -113,6 +119,7 @@ const (
 	outCommitted                // range committed, target reached
 	outBehind                   // range committed, more to do at once
 	outStandby                  // another writer holds the lock
+	outSkipped                  // another replica read the chain just now (see skip)
 )
 
 // Run polls until ctx is cancelled. Cancelling ctx stops new transactions
@@ -171,6 +178,9 @@ func (l *Loop) Run(ctx context.Context) error {
 			sleep(ctx, wait, l.beat)
 		case out == outBehind, out == outStandby:
 			b.Reset()
+		case out == outSkipped:
+			b.Reset()
+			l.idle(ctx, started)
 		case l.cfg.UntilCaughtUp && ctx.Err() == nil:
 			l.log.Info("caught up with the target; stopping as asked")
 			return nil
@@ -201,12 +211,37 @@ func (l *Loop) idle(ctx context.Context, started time.Time) {
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
+	l.woken = time.Time{}
 	select {
 	case <-ctx.Done():
 	case <-t.C:
 	case <-l.cfg.Wake:
+		l.woken = time.Now()
 	}
 	l.beat.Beat()
+}
+
+// skip says another replica of the group read the chain recently enough
+// that this poll lets that read stand, so that the node sees one poll per
+// POLL_INTERVAL (or per new head) rather than one per replica: a read that
+// left the cursor at the target began within nine tenths of POLL_INTERVAL
+// when the timer ended this replica's wait, or after the new head that
+// ended it. Each duration compares the database's clock with itself or this
+// process's with itself, so clock skew between hosts does not matter. A
+// one-shot run (UntilCaughtUp) never skips: it must see the target itself
+// to stop.
+func (l *Loop) skip(ctx context.Context, tx *RangeTx) (bool, error) {
+	if l.cfg.UntilCaughtUp {
+		return false, nil
+	}
+	age, ok, err := tx.PolledAge(ctx)
+	if err != nil || !ok {
+		return false, err
+	}
+	if !l.woken.IsZero() {
+		return age < time.Since(l.woken), nil
+	}
+	return age < l.cfg.PollInterval*9/10, nil
 }
 
 // seed creates the cursor row at START_BLOCK-1 unless it exists, retrying
@@ -259,7 +294,14 @@ func (l *Loop) poll(stop, hard context.Context) (out outcome, err error) {
 	defer l.metrics.lockHeld(false)
 	cur := tx.Cursor()
 	l.metrics.cursor(cur.Block)
+	if skip, err := l.skip(ctx, tx); err != nil || skip {
+		if skip {
+			l.Signals.Skipped.Send(struct{}{})
+		}
+		return outSkipped, err
+	}
 
+	readAt := time.Now()
 	target, err := l.w.node.Target(ctx)
 	if err != nil {
 		return outIdle, fmt.Errorf("reading the target: %w", err)
@@ -275,6 +317,9 @@ func (l *Loop) poll(stop, hard context.Context) (out outcome, err error) {
 				return outIdle, err
 			}
 		}
+		if err := tx.MarkPolled(ctx, time.Since(readAt)); err != nil {
+			return outIdle, err
+		}
 		res, err := tx.Commit(ctx)
 		if err != nil {
 			return outIdle, err
@@ -286,8 +331,14 @@ func (l *Loop) poll(stop, hard context.Context) (out outcome, err error) {
 		return outIdle, nil
 	}
 
-	if _, err := tx.Advance(ctx, target.Block, l.w.BatchBudget()); err != nil {
+	adv, err := tx.Advance(ctx, target.Block, l.w.BatchBudget())
+	if err != nil {
 		return outIdle, err
+	}
+	if adv.To >= target.Block {
+		if err := tx.MarkPolled(ctx, time.Since(readAt)); err != nil {
+			return outIdle, err
+		}
 	}
 	res, err := tx.Commit(ctx)
 	if err != nil {
@@ -353,7 +404,7 @@ func resultLabel(out outcome, err error) string {
 	switch {
 	case err != nil:
 		return ResultError
-	case out == outStandby:
+	case out == outStandby, out == outSkipped:
 		return ResultStandby
 	case out == outCommitted, out == outBehind:
 		return ResultCommitted

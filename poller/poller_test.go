@@ -83,6 +83,7 @@ type fakeChain struct {
 	maxSpan uint64                                     // a provider limit: ranges end early
 	hidden  map[uint64]bool                            // blocks whose burns the node leaves out
 	rejects map[uint64][]chain.Rejected
+	targets int // Target calls
 }
 
 func newFakeChain(target int64) *fakeChain {
@@ -155,6 +156,7 @@ func (f *fakeChain) addBurnTx(block uint64, txHash common.Hash, tx byte, index u
 func (f *fakeChain) Target(context.Context) (chain.Target, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.targets++
 	return chain.Target{Block: f.target, Highest: f.target}, nil
 }
 
@@ -224,6 +226,12 @@ func (f *fakeChain) Headers(_ context.Context, ns []uint64) (map[uint64]chain.He
 	return out, nil
 }
 
+func (f *fakeChain) targetCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.targets
+}
+
 func (f *fakeChain) requested() [][2]uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -279,6 +287,7 @@ func (h *harness) loop() *poller.Loop {
 	l.Signals.Committed.Init()
 	l.Signals.Idle.Init()
 	l.Signals.Standby.Init()
+	l.Signals.Skipped.Init()
 	l.Signals.Failed.Init()
 	l.Signals.Latched.Init()
 	l.Signals.Cleared.Init()
@@ -814,4 +823,62 @@ func TestThrottledWaitHonoursRetryAfter(t *testing.T) {
 	if got := h.ledger(); !slices.Equal(got, want) {
 		t.Fatalf("ledger = %v, want %v", got, want)
 	}
+}
+
+// TestReplicasShareOneReadOfTheChain: while caught up, replicas of a group
+// take the cursor in turn; one that takes it within POLL_INTERVAL of
+// another's read lets that read stand, so the node sees one read per
+// interval, and a new head that wakes every replica costs one read, not one
+// per replica.
+func TestReplicasShareOneReadOfTheChain(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(5)
+	h := newHarness(t, node)
+	h.lcfg.PollInterval = time.Hour // only the test's wakes end a wait
+	wakeA, wakeB := make(chan struct{}), make(chan struct{})
+	h.lcfg.Wake = wakeA
+	a := h.loop()
+	h.run(a)
+	a.Signals.Committed.Wait(t, 10*time.Second) // blocks 0-5, and at the target
+	if got := node.targetCalls(); got != 1 {
+		t.Fatalf("%d reads of the target, want 1", got)
+	}
+	// B's first turn comes within the interval of A's read: it lets it stand.
+	h.lcfg.Wake = wakeB
+	b := h.loop()
+	h.run(b)
+	b.Signals.Skipped.Wait(t, 10*time.Second)
+	if got := node.targetCalls(); got != 1 {
+		t.Fatalf("%d reads of the target after B's turn, want 1", got)
+	}
+	// A new head wakes both while the test holds the cursor: whichever
+	// takes it first reads the chain, after both woke; the other skips.
+	ctx := context.Background()
+	hold, err := h.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM block_cursors WHERE id = $1 FOR UPDATE`, h.lcfg.CursorID); err != nil {
+		t.Fatal(err)
+	}
+	node.setTarget(6)
+	wakeA <- struct{}{}
+	wakeB <- struct{}{}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var other *poller.Loop
+	select {
+	case <-a.Signals.Committed.C():
+		other = b
+	case <-b.Signals.Committed.C():
+		other = a
+	case <-time.After(10 * time.Second):
+		t.Fatal("no replica read the new head")
+	}
+	other.Signals.Skipped.Wait(t, 10*time.Second)
+	if got := node.targetCalls(); got != 2 {
+		t.Fatalf("%d reads of the target after the new head, want 2 (one per replica would be 3)", got)
+	}
+	h.waitCursor(6)
 }

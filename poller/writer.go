@@ -271,6 +271,19 @@ func (t *RangeTx) countEvents(kind string, n int) {
 	t.totals.Events[kind] += n
 }
 
+// MarkPolled records, with the transaction, that the chain was read from
+// ago before now and the cursor is left at the finality target (see
+// Loop.skip).
+func (t *RangeTx) MarkPolled(ctx context.Context, ago time.Duration) error {
+	return t.tx.MarkPolled(ctx, t.cur.ID, ago)
+}
+
+// PolledAge is how long ago the group last read the chain for this cursor
+// (see MarkPolled); ok is false if never.
+func (t *RangeTx) PolledAge(ctx context.Context) (time.Duration, bool, error) {
+	return t.tx.PolledAge(ctx, t.cur.ID)
+}
+
 // Rollback ends the transaction without writing; it is safe after Commit.
 func (t *RangeTx) Rollback() { t.tx.Rollback() }
 
