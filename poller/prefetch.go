@@ -53,7 +53,22 @@ type planned struct {
 // after deadline. Stop must be called.
 func (w *Writer) newPrefetcher(ctx context.Context, from, to int64, deadline time.Time) *prefetcher {
 	ctx, cancel := context.WithCancel(ctx)
-	return &prefetcher{node: w.node, w: w, ctx: ctx, cancel: cancel, next: from, to: to, deadline: deadline, window: minWindow}
+	window := min(maxWindow, max(minWindow, int(w.window.Load())))
+	return &prefetcher{node: w.node, w: w, ctx: ctx, cancel: cancel, next: from, to: to, deadline: deadline, window: window}
+}
+
+// Ready says the next range has arrived: past the deadline, a range
+// already fetched is still recorded rather than thrown away.
+func (p *prefetcher) Ready() bool {
+	if len(p.queue) == 0 {
+		return false
+	}
+	select {
+	case <-p.queue[0].done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Stop cancels the ranges still in flight and waits for them. Cancelling
@@ -132,6 +147,7 @@ func (p *prefetcher) Recorded(took time.Duration, logs int) {
 		w = 1 + int(p.fetchTook/took)
 	}
 	p.window = min(maxWindow, max(minWindow, w))
+	p.w.window.Store(int32(p.window)) // the next transaction starts with it
 }
 
 // launch fetches the burns of blocks [from, to] in the background.

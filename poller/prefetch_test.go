@@ -166,10 +166,16 @@ func TestPrefetcherWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &prefetcher{window: minWindow, fetchTook: tt.fetch}
+			p := &prefetcher{w: &Writer{}, window: minWindow, fetchTook: tt.fetch}
 			p.Recorded(tt.write, tt.logs)
 			if p.window != tt.want {
 				t.Fatalf("window %d, want %d", p.window, tt.want)
+			}
+			// The writer's next transaction starts with it.
+			next := p.w.newPrefetcher(context.Background(), 0, 1, time.Now())
+			defer next.Stop()
+			if next.window != tt.want {
+				t.Fatalf("next transaction's window %d, want %d", next.window, tt.want)
 			}
 		})
 	}

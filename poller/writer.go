@@ -79,6 +79,9 @@ type Writer struct {
 	metrics *Metrics
 	log     *slog.Logger
 	hinted  atomic.Bool
+	// window is the last window of ranges in flight (see prefetcher), with
+	// which the next transaction starts.
+	window atomic.Int32
 }
 
 // NewWriter returns the writer of a group. metrics may be nil.
@@ -340,7 +343,7 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 		t.totals.Inserted += got.inserted
 		t.totals.Duplicates += got.duplicates
 		end, hash = last, hashHex(r.To.Hash)
-		if last >= to || !time.Now().Before(deadline) {
+		if last >= to || (!time.Now().Before(deadline) && !ranges.Ready()) {
 			break
 		}
 	}

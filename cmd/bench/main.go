@@ -51,6 +51,7 @@ type options struct {
 	sparseOnly    bool
 	sparseNode    string
 	sparseRuns    int
+	sparseLogs    string
 	anvil         string
 	sparseBlocks  uint64
 	sparseBurns   int
@@ -79,6 +80,7 @@ func main() {
 	flag.BoolVar(&o.sparseOnly, "sparse-only", false, "run only the sparse first sync: a provider-like proxy, one replica")
 	flag.StringVar(&o.sparseNode, "sparse-node", "sim", "the sparse chain's node: sim (go-ethereum's simulated backend, as devchain) or anvil (-anvil)")
 	flag.IntVar(&o.sparseRuns, "sparse-runs", 1, "first syncs timed on the one seeded sparse chain, per setting")
+	flag.StringVar(&o.sparseLogs, "sparse-logs", "", "keep the sparse runs' poller logs in this directory")
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "length of each idle RPC-call window (1 and 3 replicas, with and without RPC_WS_URL; 0 skips them)")
 	flag.BoolVar(&o.idleOnly, "idle-only", false, "run only the idle RPC-call phase (no seeding)")
 	flag.DurationVar(&o.idleBlockTime, "idle-block-time", 2*time.Second, "block time while idle")

@@ -101,13 +101,20 @@ func (b *bench) seedSparseChain(ctx context.Context, o options) (*sparseChain, e
 }
 
 // seedSparseSim seeds an in-process go-ethereum simulated backend (as
-// devchain) with the sparse workload: it commits about 1,100 empty blocks
-// a second here, where anvil mines 170 and slows as its chain grows.
+// devchain, its database on disk: see devchain.Config.DataDir) with the
+// sparse workload: it seals about 1,000 empty blocks a second here, where
+// anvil mines 170 and slows as its chain grows.
 func seedSparseSim(ctx context.Context, o options) (*sparseChain, error) {
-	c, err := devchain.Start(ctx, devchain.Config{Addr: "127.0.0.1:0", Payers: 1})
+	dir, err := os.MkdirTemp("", "bench-sparse-chain-")
 	if err != nil {
 		return nil, err
 	}
+	c, err := devchain.Start(ctx, devchain.Config{Addr: "127.0.0.1:0", Payers: 1, DataDir: dir})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	closeChain := func() { _ = c.Close(); _ = os.RemoveAll(dir) }
 	gap := o.sparseBlocks / uint64(o.sparseBurns+1)
 	for i := range o.sparseBurns {
 		for range max(gap, 1) - 1 {
@@ -115,7 +122,7 @@ func seedSparseSim(ctx context.Context, o options) (*sparseChain, error) {
 		}
 		digest := crypto.Keccak256Hash([]byte(fmt.Sprint("sparse", i)))
 		if _, err := c.Burn(ctx, 0, big.NewInt(int64(1_000_000+i)), digest); err != nil {
-			_ = c.Close()
+			closeChain()
 			return nil, fmt.Errorf("burn %d: %w", i, err)
 		}
 		c.Seal()
@@ -127,11 +134,11 @@ func seedSparseSim(ctx context.Context, o options) (*sparseChain, error) {
 	info := c.Info()
 	head, err := c.Client().BlockNumber(ctx)
 	if err != nil {
-		_ = c.Close()
+		closeChain()
 		return nil, err
 	}
 	return &sparseChain{node: "sim", url: info.RPCURL, chainID: info.ChainID, contract: info.BurnContract, head: head,
-		close: func() { _ = c.Close() }}, nil
+		close: closeChain}, nil
 }
 
 // seedSparseAnvil starts anvil (o.anvil) and seeds it with the sparse
@@ -221,7 +228,11 @@ func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, env .
 		"DATABASE_URL=" + dbURL, "RPC_URL=" + proxy.URL, "CHAIN_ID=" + strconv.FormatUint(sc.chainID, 10),
 		"BURN_CONTRACT=" + sc.contract.Hex(), "HTTP_ADDR=" + httpAddr.String(), "LOG_FORMAT=json",
 	}, env...)
-	logFile := filepath.Join(dir, "poller.log")
+	logDir := dir
+	if o.sparseLogs != "" {
+		logDir = o.sparseLogs
+	}
+	logFile := filepath.Join(logDir, fmt.Sprintf("sparse-%s-%d-%s.log", sc.node, time.Now().UnixNano(), strings.Join(env, "_")))
 	f, err := os.Create(logFile)
 	if err != nil {
 		return nil, err
