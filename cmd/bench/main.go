@@ -153,7 +153,7 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 	}
 	if o.sparseOnly {
 		res.Burns = 0
-		res.Sparse, err = b.sparsePhase(ctx, o)
+		res.SparseFloor, res.Sparse, err = b.sparsePhase(ctx, o)
 		return res, err
 	}
 	if o.idleOnly {
@@ -274,7 +274,7 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 		return nil, err
 	}
 	if o.sparse {
-		if res.Sparse, err = b.sparsePhase(ctx, o); err != nil {
+		if res.SparseFloor, res.Sparse, err = b.sparsePhase(ctx, o); err != nil {
 			return nil, err
 		}
 	}

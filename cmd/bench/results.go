@@ -42,6 +42,8 @@ type Results struct {
 	// Sparse is the first sync of a sparse chain through a provider-like
 	// proxy (-sparse-only).
 	Sparse []*Sparse `json:"sparse_first_sync,omitempty"`
+	// SparseFloor is the sparse chain read without burnpoller.
+	SparseFloor *SparseFloor `json:"sparse_floor,omitempty"`
 	// Idle is RPC calls while caught up and no burn arrives (-idle).
 	Idle []*Idle `json:"idle_rpc_calls,omitempty"`
 	// Seen is head-to-seen latency, polling and with newHeads.

@@ -37,13 +37,15 @@ type Sparse struct {
 	Seconds   float64 `json:"seconds"`
 	BlocksPer float64 `json:"blocks_per_second"`
 	// FloorSeconds is ceil(blocks / cap) round trips one after another.
-	FloorSeconds float64        `json:"floor_seconds"`
-	RatioToFloor float64        `json:"ratio_to_floor"`
-	Requests     int            `json:"http_requests"`
-	Calls        map[string]int `json:"calls_by_method"`
-	Rows         int            `json:"rows"`
-	PeakRSSMiB   int64          `json:"peak_rss_mib"`
-	Settings     []string       `json:"settings"`
+	FloorSeconds float64 `json:"floor_seconds"`
+	RatioToFloor float64 `json:"ratio_to_floor"`
+	// RatioToMeasuredFloor is Seconds over SparseFloor.ProxySeconds.
+	RatioToMeasuredFloor float64        `json:"ratio_to_measured_floor"`
+	Requests             int            `json:"http_requests"`
+	Calls                map[string]int `json:"calls_by_method"`
+	Rows                 int            `json:"rows"`
+	PeakRSSMiB           int64          `json:"peak_rss_mib"`
+	Settings             []string       `json:"settings"`
 }
 
 // anvilKey is anvil's first dev account (publicly known).
@@ -61,32 +63,71 @@ type sparseChain struct {
 }
 
 // sparsePhase seeds one sparse chain of o.sparseBlocks blocks holding
-// o.sparseBurns burns (o.sparseNode: sim or anvil), then times
-// o.sparseRuns first syncs on it for each setting: the defaults, and
-// VERIFY_RECEIPTS=false.
-func (b *bench) sparsePhase(ctx context.Context, o options) ([]*Sparse, error) {
+// o.sparseBurns burns (o.sparseNode: sim or anvil), measures its floor
+// (SparseFloor), then times o.sparseRuns first syncs on it for each
+// setting: the defaults, and VERIFY_RECEIPTS=false.
+func (b *bench) sparsePhase(ctx context.Context, o options) (*SparseFloor, []*Sparse, error) {
 	start := time.Now()
 	sc, err := b.seedSparseChain(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("seeding the sparse chain: %w", err)
+		return nil, nil, fmt.Errorf("seeding the sparse chain: %w", err)
 	}
 	defer sc.close()
 	b.log.Info("sparse chain seeded", slog.String("node", sc.node), slog.Uint64("head", sc.head),
 		slog.Int("burns", o.sparseBurns), slog.Float64("seconds", time.Since(start).Seconds()))
+	floor, err := sparseFloor(ctx, o, sc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sparse floor: %w", err)
+	}
+	b.log.Info("sparse floor", slog.Float64("node_alone_seconds", floor.NodeSeconds), slog.Float64("through_proxy_seconds", floor.ProxySeconds),
+		slog.Float64("computed_seconds", floor.ComputedFloor), slog.Int("calls", floor.Calls))
 	var out []*Sparse
 	for _, env := range [][]string{nil, {"VERIFY_RECEIPTS=false"}} {
 		for run := 1; run <= max(o.sparseRuns, 1); run++ {
 			sp, err := b.sparseRun(ctx, o, sc, env...)
 			if err != nil {
-				return nil, fmt.Errorf("sparse sync %v, run %d: %w", env, run, err)
+				return nil, nil, fmt.Errorf("sparse sync %v, run %d: %w", env, run, err)
 			}
 			sp.Run = run
+			sp.RatioToMeasuredFloor = sp.Seconds / floor.ProxySeconds
 			b.log.Info("sparse first sync", slog.Any("settings", env), slog.Int("run", run), slog.Float64("seconds", sp.Seconds),
 				slog.Float64("blocks_per_second", sp.BlocksPer), slog.Float64("ratio_to_floor", sp.RatioToFloor), slog.Any("calls", sp.Calls))
 			out = append(out, sp)
 		}
 	}
-	return out, nil
+	return floor, out, nil
+}
+
+// sparseFloor reads the chain up to its finalized block in ranges of the
+// provider's cap, one after another, with no burnpoller code: straight from
+// the node, then through a provider-like proxy as the runs meet it.
+func sparseFloor(ctx context.Context, o options, sc *sparseChain) (*SparseFloor, error) {
+	last, err := finalized(ctx, sc.url)
+	if err != nil {
+		return nil, err
+	}
+	nodeSecs, calls, logs, err := rawCapped(ctx, sc.url, sc.contract, last, o.sparseCap)
+	if err != nil {
+		return nil, err
+	}
+	if logs != o.sparseBurns {
+		return nil, fmt.Errorf("the node returned %d burns, %d were sent", logs, o.sparseBurns)
+	}
+	proxy, err := rpcfault.Start(sc.url)
+	if err != nil {
+		return nil, err
+	}
+	defer proxy.Close()
+	proxy.Set(func(f *rpcfault.Faults) {
+		f.Latency = o.sparseLatency
+		f.RangeLimit, f.RangeStyle = o.sparseCap, rpcfault.StyleAlchemy
+	})
+	proxySecs, _, _, err := rawCapped(ctx, proxy.URL, sc.contract, last, o.sparseCap)
+	if err != nil {
+		return nil, err
+	}
+	return &SparseFloor{Node: sc.node, Blocks: last + 1, Calls: calls, Logs: logs, NodeSeconds: nodeSecs, ProxySeconds: proxySecs,
+		ComputedFloor: float64(calls) * o.sparseLatency.Seconds()}, nil
 }
 
 // seedSparseChain starts the node o.sparseNode names and seeds it.
@@ -268,7 +309,7 @@ func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, env .
 		Node: sc.node, Blocks: blocks, Burns: o.sparseBurns, LatencyMs: o.sparseLatency.Milliseconds(), CapBlocks: o.sparseCap,
 		Seconds: took.Seconds(), BlocksPer: float64(blocks) / took.Seconds(),
 		FloorSeconds: floor, RatioToFloor: took.Seconds() / floor,
-		Requests: st.Requests, Calls: st.Calls, Rows: rows, PeakRSSMiB: peakRSSMiB(p), Settings: env,
+		Requests: st.Requests, Calls: st.Calls, Rows: rows, Settings: env,
 	}, checkHead(sc.head, uint64(cursor), rows, o.sparseBurns)
 }
 
