@@ -57,15 +57,17 @@ func (w *Writer) newPrefetcher(ctx context.Context, from, to int64, deadline tim
 	return &prefetcher{node: w.node, w: w, ctx: ctx, cancel: cancel, next: from, to: to, deadline: deadline, window: window}
 }
 
-// Ready says the next range has arrived: past the deadline, a range
-// already fetched is still recorded rather than thrown away.
+// Ready says the next range has arrived whole: past the deadline, a range
+// already fetched is still recorded rather than thrown away. A failed fetch
+// is not ready: the transaction commits what it recorded, and the next one
+// asks again.
 func (p *prefetcher) Ready() bool {
 	if len(p.queue) == 0 {
 		return false
 	}
 	select {
 	case <-p.queue[0].done:
-		return true
+		return p.queue[0].err == nil
 	default:
 		return false
 	}

@@ -3,6 +3,7 @@ package poller
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"slices"
@@ -178,5 +179,33 @@ func TestPrefetcherWindow(t *testing.T) {
 				t.Fatalf("next transaction's window %d, want %d", next.window, tt.want)
 			}
 		})
+	}
+}
+
+// TestPrefetcherReadyOnlyForAWholeRange: past the budget, a range that has
+// arrived is recorded; one still in flight, or whose fetch failed, is not
+// waited for, and the transaction commits what it has.
+func TestPrefetcherReadyOnlyForAWholeRange(t *testing.T) {
+	t.Parallel()
+	held := make(chan struct{})
+	n := &spanNode{span: 10, hold: map[uint64]chan struct{}{10: held}, answered: make(chan uint64, 8)}
+	w := &Writer{cfg: WriterConfig{MaxBlockRange: 100}, node: n}
+	p := w.newPrefetcher(context.Background(), 0, 39, time.Now().Add(time.Hour))
+	defer p.Stop()
+	if _, err := p.Next(); err != nil { // [0, 9]; [10, 19] goes in flight, held
+		t.Fatal(err)
+	}
+	<-n.answered
+	if p.Ready() {
+		t.Fatal("Ready while the next range is held")
+	}
+	close(held)
+	<-n.answered
+	if !p.Ready() {
+		t.Fatal("not Ready once the next range arrived")
+	}
+	p.queue[0].err = errors.New("injected")
+	if p.Ready() {
+		t.Fatal("Ready for a range whose fetch failed")
 	}
 }
