@@ -89,7 +89,7 @@ func cmdBackfill(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	from, to := rangeFlags(fs)
 	restart := fs.Bool("restart", false, "start over from --from instead of resuming")
-	chunk := fs.Uint64("chunk", 0, "most blocks per transaction (default: ranges of MAX_BLOCK_RANGE for up to min(TX_TIMEOUT/4, 2s), as the live loop)")
+	chunk := fs.Uint64("chunk", 0, "most blocks per transaction (default: ranges sized as the live loop sizes them, for up to min(TX_TIMEOUT/4, 2s))")
 	ignoreHook := fs.Bool("allow-hook-mismatch", false, "record even though PAYMENT_HOOK_SQL differs from the hook the group recorded (the payments this backfill inserts get this hook's side effect, or none)")
 	c, code := rangeCommand(fs, args, from, to, stderr)
 	if c == nil {
