@@ -295,10 +295,16 @@ func (l *Loop) poll(stop, hard context.Context) (out outcome, err error) {
 	cur := tx.Cursor()
 	l.metrics.cursor(cur.Block)
 	if skip, err := l.skip(ctx, tx); err != nil || skip {
-		if skip {
-			l.Signals.Skipped.Send(struct{}{})
+		if err != nil {
+			return outSkipped, err
 		}
-		return outSkipped, err
+		// What taking the row did commits: the group's contracts kept in
+		// step with this replica's (a rolling update's new member).
+		if _, err := tx.Commit(ctx); err != nil {
+			return outSkipped, err
+		}
+		l.Signals.Skipped.Send(struct{}{})
+		return outSkipped, nil
 	}
 
 	readAt := time.Now()
