@@ -50,7 +50,7 @@ bench-seen:
 # eth_getLogs at 10,000 blocks with Alchemy's reply, one replica, three
 # timed runs per setting on the one seeded chain (about 6 minutes).
 bench-sparse:
-	go run ./cmd/bench -sparse-only -sparse-runs 3 -out bench-sparse.json
+	go run ./cmd/bench -sparse-only -sparse-node sim -sparse-blocks 300000 -sparse-burns 3000 -sparse-runs 3 -out bench-sparse.json
 
 # The same on anvil (npm), smaller: anvil mines about 170 empty blocks/s here.
 ANVIL ?= node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil

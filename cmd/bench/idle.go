@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,9 +29,33 @@ type Idle struct {
 	PerHourByMethod map[string]float64 `json:"calls_per_hour_by_method"`
 }
 
-// idleMethods are the JSON-RPC methods the poller calls.
-var idleMethods = []string{"eth_blockNumber", "eth_chainId", "eth_getBlockByHash", "eth_getBlockByNumber",
-	"eth_getBlockReceipts", "eth_getLogs", "eth_getTransactionReceipt", "eth_subscribe"}
+// rpcMethod is the method label of a burnpoller_rpc_requests_total sample.
+var rpcMethod = regexp.MustCompile(`^burnpoller_rpc_requests_total\{(?:.*,)?method="([^"]*)"`)
+
+// rpcCalls sums burnpoller_rpc_requests_total over replicas by method,
+// every method and result.
+func rpcCalls(ctx context.Context, replicas []*replica) (map[string]float64, error) {
+	calls := map[string]float64{}
+	for _, r := range replicas {
+		body, err := harness.Metrics(ctx, r.addr)
+		if err != nil {
+			return nil, err
+		}
+		for line := range strings.Lines(string(body)) {
+			m := rpcMethod.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q on %s: %w", strings.TrimSpace(line), r.addr, err)
+			}
+			calls[m[1]] += v
+		}
+	}
+	return calls, nil
+}
 
 // idlePhase counts the RPC calls of 1 and 3 replicas, polling and with
 // RPC_WS_URL, while caught up on the dev chain: o.idle each, a block every
@@ -90,11 +116,16 @@ func (b *bench) idleRun(ctx context.Context, o options, n int, ws bool) (*Idle, 
 	var wg sync.WaitGroup
 	defer func() { stopSealing(); wg.Wait() }()
 	wg.Go(func() { b.seal(sealCtx, o.idleBlockTime) })
-	// Caught up: every replica has completed a poll (the holder) or tried
-	// for the lock (a standby), and the start-up calls are behind.
+	// Caught up: every replica has completed a poll (the holder: committed
+	// or idle) or found the lock held (a standby), and the start-up calls
+	// are behind.
 	if err := harness.WaitFor(ctx, time.Minute, "every replica polling", func() bool {
 		for _, r := range replicas {
-			if metric(ctx, r.addr, "burnpoller_polls_total") < 1 {
+			done := 0.0
+			for _, result := range []string{"committed", "idle", "standby"} {
+				done += metric(ctx, r.addr, `burnpoller_polls_total{result="`+result+`"}`)
+			}
+			if done < 1 {
 				return false
 			}
 		}
@@ -104,11 +135,9 @@ func (b *bench) idleRun(ctx context.Context, o options, n int, ws bool) (*Idle, 
 	}
 	time.Sleep(2 * o.idleBlockTime)
 	count := func() (map[string]float64, uint64, error) {
-		m := map[string]float64{}
-		for _, method := range idleMethods {
-			for _, r := range replicas {
-				m[method] += metric(ctx, r.addr, `burnpoller_rpc_requests_total{method="`+method+`"`)
-			}
+		m, err := rpcCalls(ctx, replicas)
+		if err != nil {
+			return nil, 0, err
 		}
 		h, err := b.chain.Client().BlockNumber(ctx)
 		return m, h, err
@@ -127,7 +156,7 @@ func (b *bench) idleRun(ctx context.Context, o options, n int, ws bool) (*Idle, 
 	r := &Idle{Replicas: n, NewHeads: ws, Seconds: took.Seconds(), BlockTimeS: o.idleBlockTime.Seconds(),
 		Blocks: toBlock - fromBlock, PerHourByMethod: map[string]float64{}}
 	perHour := time.Hour.Seconds() / took.Seconds()
-	for _, method := range idleMethods {
+	for method := range after {
 		if d := after[method] - before[method]; d > 0 {
 			r.Calls += d
 			r.PerHourByMethod[method] = d * perHour

@@ -104,6 +104,8 @@ type SparseFloor struct {
 	NodeSeconds   float64 `json:"node_alone_seconds"`
 	ProxySeconds  float64 `json:"through_proxy_seconds"`
 	ComputedFloor float64 `json:"computed_floor_seconds"`
+	// SeedSeconds is the time to start the node and seed the chain.
+	SeedSeconds float64 `json:"seed_seconds"`
 }
 
 // rawCapped reads [0, last] in ranges of span blocks, one after another,

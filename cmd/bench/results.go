@@ -39,8 +39,9 @@ type Results struct {
 	// Trust is catch-up with one replica with each of the cross-checks on
 	// and off: what receipts and a quorum cost.
 	Trust []TrustRun `json:"trust_checks,omitempty"`
-	// Sparse is the first sync of a sparse chain through a provider-like
-	// proxy (-sparse-only).
+	// Sparse is the first syncs of a sparse chain through a provider-like
+	// proxy, -sparse-runs per setting on one seeded chain (-sparse,
+	// -sparse-only).
 	Sparse []*Sparse `json:"sparse_first_sync,omitempty"`
 	// SparseFloor is the sparse chain read without burnpoller.
 	SparseFloor *SparseFloor `json:"sparse_floor,omitempty"`

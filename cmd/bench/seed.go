@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math/big"
 
 	"github.com/burnpoller/burnpoller/chain"
@@ -42,5 +43,8 @@ func finalized(ctx context.Context, rpcURL string) (uint64, error) {
 	}
 	defer cl.Close()
 	h, err := cl.HeaderByTag(ctx, "finalized")
-	return h.Number, err
+	if err != nil {
+		return 0, fmt.Errorf("finalized block of %s: %w", rpcURL, err)
+	}
+	return h.Number, nil
 }
