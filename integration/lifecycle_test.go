@@ -17,11 +17,16 @@ import (
 )
 
 // waitActivity waits until a session of the poller runs a statement matching
-// the SQL fragment (pg_stat_activity), i.e. the poller is in that phase.
-func waitActivity(t *testing.T, r *faultRun, fragment string) {
+// the SQL fragment and is blocked in it on a wait of the given
+// pg_stat_activity.wait_event_type ("Lock" for a row lock, "Timeout" for
+// pg_sleep), i.e. the poller is in that phase. Matching the text alone is
+// not enough: start-up prepares PAYMENT_HOOK_SQL, which shows the hook's
+// text as an active statement for a moment before any range transaction.
+func waitActivity(t *testing.T, r *faultRun, fragment, waitType string) {
 	t.Helper()
 	waitFor(t, time.Minute, "the poller in: "+fragment, func() bool {
-		return pollerSessions(t, r.pool, `state = 'active' AND query ILIKE '%' || $1 || '%'`, fragment) > 0
+		return pollerSessions(t, r.pool, `state = 'active' AND query ILIKE '%' || $1 || '%' AND wait_event_type = $2`,
+			fragment, waitType) > 0
 	})
 }
 
@@ -72,7 +77,7 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 				}
 			},
 			env:    []string{"LOCK_WAIT=5m", "TX_TIMEOUT=10m"},
-			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "FOR UPDATE") },
+			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "FOR UPDATE", "Lock") },
 			expect: "rollback",
 		},
 		{
@@ -93,7 +98,7 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 			name: "between the insert and the cursor update",
 			// The hook runs once per payment: about 1.5s for the first range's 36.
 			env:    []string{"PAYMENT_HOOK_SQL=SELECT pg_sleep(0.04), $1::bigint"},
-			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "pg_sleep(0.04)") },
+			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "pg_sleep(0.04)", "Timeout") },
 			expect: "advance",
 		},
 		{
@@ -108,14 +113,14 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "commit") },
+			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "commit", "Timeout") },
 			expect: "advance",
 		},
 		{
 			name: "a transaction outliving SHUTDOWN_TIMEOUT",
 			env:  []string{"PAYMENT_HOOK_SQL=SELECT pg_sleep(600), $1::bigint", "TX_TIMEOUT=20m"},
 			until: func(t *testing.T, r *faultRun) {
-				waitActivity(t, r, "pg_sleep(600)")
+				waitActivity(t, r, "pg_sleep(600)", "Timeout")
 			},
 			expect:  "rollback",
 			logLine: "transaction ended by shutdown",
@@ -165,7 +170,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	t.Parallel()
 	r := newFaultRun(t, 1)
 	r.startPoller("PAYMENT_HOOK_SQL=SELECT pg_sleep(600), $1::bigint", "TX_TIMEOUT=20m", "SHUTDOWN_TIMEOUT=10m")
-	waitActivity(t, r, "pg_sleep(600)")
+	waitActivity(t, r, "pg_sleep(600)", "Timeout")
 	before := cursorBlock(t, r.pool)
 	r.poller.signal(syscall.SIGTERM)
 	waitFor(t, 10*time.Second, "the first signal noted", func() bool {
