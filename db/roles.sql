@@ -52,4 +52,9 @@ BEGIN
         GRANT DELETE ON public.pending_payments TO burnpoller_runtime;
         REVOKE UPDATE, DELETE, TRUNCATE ON public.payment_events FROM burnpoller_runtime;
     END IF;
+    -- Events are staged by the writer and moved inside its COMMIT
+    -- (migration 10): the writer deletes its own staged rows.
+    IF to_regclass('public.payment_events_staged') IS NOT NULL THEN
+        GRANT SELECT, INSERT, DELETE ON public.payment_events_staged, public.ledger_commits TO burnpoller_runtime;
+    END IF;
 END $$;

@@ -157,9 +157,6 @@ func TestAppendEventsSkipsRecordedIDsWithoutGaps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := tx.NotifyEvents(ctx); err != nil {
-			t.Fatal(err)
-		}
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package payments
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/big"
 	"time"
@@ -28,30 +27,26 @@ func (e Event) Payment() Payment {
 		Amount: e.Amount, BurnedAt: e.BurnedAt}
 }
 
-// AppendEvents numbers and records evs, in order. Events whose event_id is
-// already recorded (the same step recorded again, after a failover
-// re-recorded a range) are skipped; the others get the next seqs. The first
-// call takes the counter row, and the transaction holds it until it ends:
-// that is what orders writers by commit. Another writer numbering events
-// waits until this transaction has committed, so seqs are gap-free and
-// increase in commit order. Writers of one contract take turns anyway (the
-// writers' lock); writers of different contracts take turns from their
-// first event to their commit. It returns the recorded events' kinds in
-// order (their count per kind feeds the metrics). NotifyEvents, before
-// commit, tells listeners.
+// AppendEvents stages evs, in order, to be numbered and recorded when the
+// transaction commits (see stage). Events whose event_id is already
+// recorded (the same step recorded again, after a failover re-recorded a
+// range) are skipped then, without using a seq. It returns the kinds of the
+// events that will be recorded, in order (their count per kind feeds the
+// metrics).
 func (t *Tx) AppendEvents(ctx context.Context, evs []Event) ([]string, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	if err := t.holdEventCounter(ctx); err != nil {
-		return nil, err
-	}
-	// Holding the counter, this transaction alone inserts events now: what
-	// is recorded already is exactly what this read finds.
 	ids := make([]string, len(evs))
 	for i, e := range evs {
+		if e.Amount == nil || e.Amount.Sign() < 0 {
+			return nil, fmt.Errorf("event %s: amount %v is not a uint256", e.EventID, e.Amount)
+		}
 		ids[i] = e.EventID
 	}
+	// What is recorded already is skipped at commit; read here only to
+	// count what will be recorded. Writers of one contract take turns on
+	// the writers' lock, so no other writer records these ids meanwhile.
 	rows, err := t.tx.Query(ctx, `SELECT event_id FROM payment_events WHERE event_id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("reading recorded events: %w", interpret(err))
@@ -60,13 +55,13 @@ func (t *Tx) AppendEvents(ctx context.Context, evs []Event) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading recorded events: %w", interpret(err))
 	}
-	skip := make(map[string]bool, len(known))
+	skip := make(map[string]bool, len(known)+len(evs))
 	for _, id := range known {
 		skip[id] = true
 	}
-	n := len(evs) - len(known)
+	n := len(evs)
 	var (
-		seqs      = make([]int64, 0, n)
+		ords      = make([]int64, 0, n)
 		kinds     = make([]string, 0, n)
 		chainIDs  = make([]int64, 0, n)
 		contracts = make([]string, 0, n)
@@ -80,82 +75,51 @@ func (t *Tx) AppendEvents(ctx context.Context, evs []Event) ([]string, error) {
 		times     = make([]time.Time, 0, n)
 		paymentID = make([]int64, 0, n)
 		eventIDs  = make([]string, 0, n)
+		recorded  = make([]string, 0, n)
 	)
-	next := t.baseSeq
-	for _, e := range evs {
-		if skip[e.EventID] {
-			continue
-		}
-		if e.Amount == nil || e.Amount.Sign() < 0 {
-			return nil, fmt.Errorf("event %s: amount %v is not a uint256", e.EventID, e.Amount)
-		}
-		skip[e.EventID] = true // twice in evs: once
-		next++
-		seqs, eventIDs, kinds = append(seqs, next), append(eventIDs, e.EventID), append(kinds, e.Kind)
+	for i, e := range evs {
+		// Staged all, in order; the commit skips the known ones.
+		ords, eventIDs, kinds = append(ords, t.staged+int64(i)+1), append(eventIDs, e.EventID), append(kinds, e.Kind)
 		chainIDs, contracts, txHashes = append(chainIDs, int64(e.ChainID)), append(contracts, e.Contract), append(txHashes, e.TxHash)
 		indexes, numbers, hashes = append(indexes, int64(e.LogIndex)), append(numbers, e.BlockNumber), append(hashes, e.BlockHash)
 		payers, digests, amounts = append(payers, e.Payer), append(digests, e.Digest), append(amounts, e.Amount.String())
 		times, paymentID = append(times, e.BurnedAt), append(paymentID, e.PaymentID)
-	}
-	if len(seqs) == 0 {
-		return nil, nil
+		if !skip[e.EventID] {
+			skip[e.EventID] = true // twice in evs: once
+			recorded = append(recorded, e.Kind)
+		}
 	}
 	if _, err := t.tx.Exec(ctx, `
-		INSERT INTO payment_events (seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
-		                            block_hash, payer, digest, amount, burned_at, payment_id)
-		SELECT seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+		WITH mark AS (
+			INSERT INTO ledger_commits (head_chain_id) SELECT NULL WHERE NOT $15::bool
+		)
+		INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+		                                   block_hash, payer, digest, amount, burned_at, payment_id)
+		SELECT ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
 		       block_hash, payer, digest, amount::numeric(78,0), burned_at, nullif(payment_id, 0)
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::int[],
 		            $8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::bigint[])
-		     AS e(seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+		     AS e(ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
 		          block_hash, payer, digest, amount, burned_at, payment_id)`,
-		seqs, eventIDs, kinds, chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times, paymentID); err != nil {
-		return nil, fmt.Errorf("recording %d events: %w", len(seqs), interpret(err))
+		ords, eventIDs, kinds, chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times, paymentID,
+		t.marked); err != nil {
+		return nil, fmt.Errorf("recording %d events: %w", n, interpret(err))
 	}
-	if _, err := t.tx.Exec(ctx, `UPDATE payment_event_seq SET last_seq = $1`, next); err != nil {
-		return nil, fmt.Errorf("advancing the event counter: %w", interpret(err))
-	}
-	t.baseSeq, t.lastSeq = next, next
-	return kinds, nil
+	t.staged += int64(n)
+	t.marked = true
+	return recorded, nil
 }
 
-// holdEventCounter takes the event counter for the rest of the
-// transaction, once. Another writer holds it for the rest of its
-// transaction: waiting for it is bounded by this transaction's own limit,
-// not LOCK_WAIT (meant for the cursor). A holder that froze is bounded by
-// the server's idle-in-transaction timeout like every other lock.
-func (t *Tx) holdEventCounter(ctx context.Context) error {
-	if t.lastSeq != 0 {
-		return nil
-	}
-	var last int64
-	if err := t.tx.QueryRow(ctx, `
-		WITH bound AS (SELECT set_config('lock_timeout', $1, true))
-		SELECT last_seq FROM payment_event_seq, bound FOR UPDATE OF payment_event_seq`,
-		millis(t.limits.TxTimeout)).Scan(&last); err != nil {
-		return fmt.Errorf("taking the event counter: %w", interpret(err))
-	}
-	t.baseSeq, t.lastSeq = last, -1
-	return nil
-}
-
-// NotifyEvents queues, for commit, the {"seq":N} notification of the last
-// event the transaction recorded; nothing when it recorded none.
-func (t *Tx) NotifyEvents(ctx context.Context) error {
-	if t.lastSeq <= 0 {
-		return nil
-	}
-	payload, err := json.Marshal(struct {
-		Seq int64 `json:"seq"`
-	}{t.lastSeq})
-	if err != nil {
-		return err
-	}
-	if _, err := t.tx.Exec(ctx, `SELECT pg_notify($1, $2)`, EventsChannel, string(payload)); err != nil {
-		return fmt.Errorf("notifying %s: %w", EventsChannel, interpret(err))
-	}
-	return nil
-}
+// Events are numbered when the transaction commits, not when they are
+// written (migration 10): a writer stages them in payment_events_staged and
+// leaves a row in ledger_commits, whose deferred trigger runs inside COMMIT,
+// takes the event counter (payment_event_seq), numbers the staged events
+// after it, moves them into payment_events and notifies burnpoller_events
+// with {"seq":N}, N the last. The counter is held only while the server
+// commits, after the client has sent COMMIT: a writer that freezes or loses
+// its network mid-transaction holds nothing another group waits for, and
+// the next committer takes the counter only once this commit is visible, so
+// seqs stay gap-free and increasing in commit order.
 
 // Pending is a burn seen above the finality target.
 type Pending struct {
@@ -332,13 +296,15 @@ func KeyOf(txHash string, logIndex uint32) string {
 	return fmt.Sprintf("%s/%d", txHash, logIndex)
 }
 
-// SetHead records the head head tracking read for chain chainID.
+// SetHead records, when the transaction commits, the head head tracking
+// read for chain chainID. The chain's row, shared by every group on the
+// chain, is written inside COMMIT (see AppendEvents), never held across a
+// round trip.
 func (t *Tx) SetHead(ctx context.Context, chainID uint64, block int64, hash string) error {
-	if _, err := t.tx.Exec(ctx, `
-		INSERT INTO chain_heads (chain_id, block_number, block_hash) VALUES ($1, $2, $3)
-		ON CONFLICT (chain_id) DO UPDATE SET block_number = excluded.block_number,
-		    block_hash = excluded.block_hash, updated_at = now()`, int64(chainID), block, hash); err != nil {
+	if _, err := t.tx.Exec(ctx, `INSERT INTO ledger_commits (head_chain_id, head_block, head_hash) VALUES ($1, $2, $3)`,
+		int64(chainID), block, hash); err != nil {
 		return fmt.Errorf("recording the head: %w", interpret(err))
 	}
+	t.marked = true
 	return nil
 }

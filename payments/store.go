@@ -283,15 +283,18 @@ type Limits struct {
 type Tx struct {
 	tx     pgx.Tx
 	limits Limits
-	// lastSeq is the last event seq the transaction recorded; -1 once it
-	// holds the event counter without having numbered one; 0 before.
-	// baseSeq is the counter's value as the transaction last left it.
-	lastSeq, baseSeq int64
+	// staged is how many events the transaction staged (the last one's
+	// place); marked says it left its row in ledger_commits, whose trigger
+	// numbers them inside COMMIT.
+	staged int64
+	marked bool
 }
 
 // Begin opens a transaction with limits applied to it alone.
 func (s *Store) Begin(ctx context.Context, limits Limits) (*Tx, error) {
-	tx, err := s.pool.Begin(ctx)
+	// Read committed whatever the server's default: a later statement must
+	// see what another writer committed while this one waited for a lock.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return nil, fmt.Errorf("beginning transaction: %w", interpret(err))
 	}
@@ -333,16 +336,14 @@ type Inserted struct {
 
 // InsertPayments inserts ps in one statement, skipping any whose
 // (chain_id, tx_hash, log_index) is already recorded (and not orphaned),
-// records each inserted payment's confirmed event in the same statement
-// (numbered after the transaction's earlier events, in chain order), and
+// stages each inserted payment's confirmed event in the same statement
+// (numbered at commit after the transaction's earlier events, in chain
+// order), and
 // returns the ones it inserted, with their ids, in id order. It is the only
 // way a payment enters the ledger, so no payment goes without its event.
 func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
 	if len(ps) == 0 {
 		return nil, nil
-	}
-	if err := t.holdEventCounter(ctx); err != nil {
-		return nil, err
 	}
 	var (
 		chainIDs  = make([]int64, len(ps))
@@ -377,9 +378,11 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 		times[i] = p.BurnedAt
 		byKey[paymentKey{p.TxHash, p.LogIndex}] = i
 	}
-	// The confirmed events are built from the inserted rows themselves;
-	// an event already recorded (a burn confirmed at this position before,
-	// its payment since orphaned) is skipped without using a seq.
+	// The confirmed events are built from the inserted rows themselves and
+	// staged, after the transaction's earlier events in chain order, to be
+	// numbered inside COMMIT (see AppendEvents); one already recorded (a
+	// burn confirmed at this position before, its payment since orphaned)
+	// is skipped then without using a seq.
 	rows, err := t.tx.Query(ctx, `
 		WITH ins AS (
 			INSERT INTO payments (chain_id, contract, tx_hash, log_index, block_number, block_hash,
@@ -392,38 +395,31 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 			          payer, digest, amount, burned_at)
 			ON CONFLICT (chain_id, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING
 			RETURNING id, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at
-		), confirmed AS (
-			SELECT i.*, i.chain_id || ':' || i.tx_hash || ':' || i.log_index || ':confirmed:' || i.block_hash AS event_id
-			FROM ins i
 		), ev AS (
-			INSERT INTO payment_events (seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
-			                            block_hash, payer, digest, amount, burned_at, payment_id)
-			SELECT $11 + row_number() OVER (ORDER BY c.block_number, c.log_index, c.id), c.event_id, 'confirmed',
-			       c.chain_id, c.contract, c.tx_hash, c.log_index, c.block_number, c.block_hash, c.payer, c.digest,
-			       c.amount, c.burned_at, c.id
-			FROM confirmed c
-			WHERE NOT EXISTS (SELECT 1 FROM payment_events x WHERE x.event_id = c.event_id)
-			RETURNING seq
-		), counter AS (
-			UPDATE payment_event_seq SET last_seq = $11 + (SELECT count(*) FROM ev) RETURNING last_seq
+			INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+			                                   block_hash, payer, digest, amount, burned_at, payment_id)
+			SELECT $11 + row_number() OVER (ORDER BY i.block_number, i.log_index, i.id),
+			       i.chain_id || ':' || i.tx_hash || ':' || i.log_index || ':confirmed:' || i.block_hash, 'confirmed',
+			       i.chain_id, i.contract, i.tx_hash, i.log_index, i.block_number, i.block_hash, i.payer, i.digest,
+			       i.amount, i.burned_at, i.id
+			FROM ins i
+		), mark AS (
+			INSERT INTO ledger_commits (head_chain_id) SELECT NULL WHERE NOT $12::bool AND EXISTS (SELECT 1 FROM ins)
 		)
-		SELECT ins.id, ins.tx_hash, ins.log_index, (SELECT last_seq FROM counter) FROM ins`,
-		chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times, t.baseSeq)
+		SELECT ins.id, ins.tx_hash, ins.log_index FROM ins`,
+		chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times, t.staged, t.marked)
 	if err != nil {
 		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
 	}
 	defer rows.Close()
-	var (
-		inserted []Inserted
-		last     int64
-	)
+	var inserted []Inserted
 	for rows.Next() {
 		var (
 			id    int64
 			tx    string
 			index uint32
 		)
-		if err := rows.Scan(&id, &tx, &index, &last); err != nil {
+		if err := rows.Scan(&id, &tx, &index); err != nil {
 			return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
 		}
 		inserted = append(inserted, Inserted{ID: id, Payment: ps[byKey[paymentKey{tx, index}]]})
@@ -431,8 +427,9 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
 	}
-	if last > t.baseSeq {
-		t.baseSeq, t.lastSeq = last, last
+	if len(inserted) > 0 {
+		t.staged += int64(len(inserted))
+		t.marked = true
 	}
 	slices.SortFunc(inserted, func(a, b Inserted) int { return cmp.Compare(a.ID, b.ID) })
 	return inserted, nil

@@ -239,9 +239,7 @@ func (t *RangeTx) Commit(ctx context.Context) (Totals, error) {
 	if err := t.flushEvents(ctx); err != nil {
 		return Totals{}, err
 	}
-	if err := t.tx.NotifyEvents(ctx); err != nil {
-		return Totals{}, err
-	}
+	// The events are numbered, and their notification sent, inside COMMIT.
 	if err := t.tx.Commit(ctx); err != nil {
 		return Totals{}, err
 	}
@@ -249,9 +247,9 @@ func (t *RangeTx) Commit(ctx context.Context) (Totals, error) {
 	return t.totals, nil
 }
 
-// flushEvents numbers and records the events gathered so far (a range's),
-// so that a transaction holds at most one range's events in memory. The
-// first flush takes the event counter until the transaction ends.
+// flushEvents stages the events gathered so far (a range's), so that a
+// transaction holds at most one range's events in memory; they are
+// numbered when it commits.
 func (t *RangeTx) flushEvents(ctx context.Context) error {
 	kinds, err := t.tx.AppendEvents(ctx, t.events)
 	if err != nil {

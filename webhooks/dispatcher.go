@@ -249,46 +249,40 @@ func (d *Dispatcher) enqueueAll(ctx context.Context) error {
 }
 
 // enqueue moves one endpoint's watermark over the next committed events,
-// creating a delivery for each subscribed one, in one transaction. Another
-// replica doing the same skips the endpoint (SKIP LOCKED). Because seqs are
-// given in commit order without gaps, every seq up to the highest visible
-// one is committed: the watermark never passes an event still to come.
+// creating a delivery for each subscribed one, in one statement: the
+// endpoint's row is locked only while the server runs it, never across a
+// round trip, so a replica that freezes holds up no other. Another replica
+// doing the same skips the endpoint (SKIP LOCKED). Because seqs are given
+// in commit order without gaps, every seq up to the highest visible one is
+// committed: the watermark never passes an event still to come.
 func (d *Dispatcher) enqueue(ctx context.Context, label string) (more bool, err error) {
-	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		var (
-			from   int64
-			events []string
-		)
-		err := tx.QueryRow(ctx, `SELECT enqueued_seq, events FROM webhook_endpoints WHERE endpoint = $1
-			FOR UPDATE SKIP LOCKED`, label).Scan(&from, &events)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // another replica is at it
-		}
-		if err != nil {
-			return err
-		}
-		var to int64
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), $1) FROM payment_events WHERE seq > $1 AND seq <= $1 + $2`,
-			from, enqueueBatch).Scan(&to); err != nil {
-			return err
-		}
-		if to == from {
-			return nil
-		}
-		if _, err := tx.Exec(ctx, `
+	var from, to int64
+	err = d.pool.QueryRow(ctx, `
+		WITH ep AS (
+			SELECT endpoint, enqueued_seq, events FROM webhook_endpoints WHERE endpoint = $1
+			FOR UPDATE SKIP LOCKED
+		), span AS (
+			SELECT ep.endpoint, ep.enqueued_seq AS from_seq, ep.events,
+			       coalesce((SELECT max(seq) FROM payment_events WHERE seq > ep.enqueued_seq AND seq <= ep.enqueued_seq + $2),
+			                ep.enqueued_seq) AS to_seq
+			FROM ep
+		), ins AS (
 			INSERT INTO webhook_deliveries (endpoint, seq, event_id)
-			SELECT $1, seq, event_id FROM payment_events
-			WHERE seq > $2 AND seq <= $3 AND kind = ANY($4)
-			ON CONFLICT (endpoint, seq) DO NOTHING`, label, from, to, events); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enqueued_seq = $2, updated_at = now() WHERE endpoint = $1`, label, to); err != nil {
-			return err
-		}
-		more = to-from == enqueueBatch
-		return nil
-	})
-	return more, err
+			SELECT span.endpoint, e.seq, e.event_id
+			FROM span JOIN payment_events e ON e.seq > span.from_seq AND e.seq <= span.to_seq AND e.kind = ANY(span.events)
+			ON CONFLICT (endpoint, seq) DO NOTHING
+		), moved AS (
+			UPDATE webhook_endpoints w SET enqueued_seq = span.to_seq, updated_at = now()
+			FROM span WHERE w.endpoint = span.endpoint AND span.to_seq > span.from_seq
+		)
+		SELECT from_seq, to_seq FROM span`, label, enqueueBatch).Scan(&from, &to)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // another replica is at it
+	}
+	if err != nil {
+		return false, err
+	}
+	return to-from == enqueueBatch, nil
 }
 
 // claimed is a delivery this replica holds the lease of.

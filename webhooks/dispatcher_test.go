@@ -54,9 +54,6 @@ func addEvents(t *testing.T, pool *pgxpool.Pool, n int) []payments.Event {
 	if _, err := tx.AppendEvents(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.NotifyEvents(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -58,9 +58,6 @@ func recordEvents(t *testing.T, pool *pgxpool.Pool, n int) {
 	if _, err := tx.AppendEvents(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.NotifyEvents(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -86,6 +86,10 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (from int32, err error) {
 	return MigrateTo(ctx, conn, Latest())
 }
 
+// migrateIdleLimit bounds how long a migration's transaction may sit idle
+// waiting for its client.
+const migrateIdleLimit = "60s"
+
 // migrateLockKey is the advisory lock burnpoller's migrators queue on before
 // tern takes its own.
 const migrateLockKey = 0x6275726e706f6c6c // "burnpoll"
@@ -99,7 +103,16 @@ const migrateLockKey = 0x6275726e706f6c6c // "burnpoll"
 // older snapshot of the database, while the blocked session waits for the
 // lock the index builder's session holds: a deadlock Postgres resolves by
 // failing one of them.
+//
+// A database already at version is only read: replicas starting against an
+// up-to-date schema take no lock at all. While migrating, the session's
+// transactions are bounded by idle_in_transaction_session_timeout, so that
+// a migrator that freezes inside a migration (holding its table locks,
+// which every group's writers would queue behind) is ended by the server.
 func MigrateTo(ctx context.Context, conn *pgx.Conn, version int32) (from int32, err error) {
+	if v, err := Current(ctx, conn); err == nil && v == version {
+		return v, nil
+	}
 	if err := lock(ctx, conn); err != nil {
 		return 0, err
 	}
@@ -110,7 +123,13 @@ func MigrateTo(ctx context.Context, conn *pgx.Conn, version int32) (from int32, 
 		if _, uerr := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, int64(migrateLockKey)); uerr != nil && err == nil {
 			err = fmt.Errorf("releasing the migration lock: %w", uerr)
 		}
+		if _, uerr := conn.Exec(uctx, `RESET idle_in_transaction_session_timeout`); uerr != nil && err == nil {
+			err = fmt.Errorf("resetting the migration session: %w", uerr)
+		}
 	}()
+	if _, err := conn.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, false)`, migrateIdleLimit); err != nil {
+		return 0, fmt.Errorf("bounding the migration session: %w", err)
+	}
 	return migrateTo(ctx, conn, version)
 }
 
