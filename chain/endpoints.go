@@ -706,6 +706,9 @@ func (e *Endpoints) Header(ctx context.Context, n uint64) (Header, error) {
 // endpoint, asked in batches, failing over to the next endpoint within the
 // call. A block the node does not have fails the call (ErrNotFound).
 func (e *Endpoints) Headers(ctx context.Context, ns []uint64) (map[uint64]Header, error) {
+	if e.cfg.Quorum > 1 {
+		return e.quorumHeaders(ctx, ns)
+	}
 	var (
 		tried   []*endpoint
 		lastErr error

@@ -256,8 +256,79 @@ func diffBurns(a, b Range) (onlyA, onlyB string) {
 	return list(sa, sb), list(sb, sa)
 }
 
-// fingerprint digests what a quorum compares: the end blocks and hashes,
-// every burn (position, block hash, contract, payer, digest, amount,
+// quorumHeaders reads the headers of blocks ns from distinct endpoints
+// until Quorum of them give the same hashes (and parents): every canonical
+// hash a writer decides on (the ledger check, a cursor reset, a seeded
+// cursor) then has the quorum's word, not one endpoint's. Endpoints that
+// answer otherwise are demoted like a dissenting range.
+func (e *Endpoints) quorumHeaders(ctx context.Context, ns []uint64) (map[uint64]Header, error) {
+	k := e.cfg.Quorum
+	type reply struct {
+		ep  *endpoint
+		hs  map[uint64]Header
+		sum string
+	}
+	var (
+		replies []reply
+		tried   []*endpoint
+		lastErr error
+	)
+	digest := func(hs map[uint64]Header) string {
+		h := sha256.New()
+		for _, n := range ns {
+			x := hs[n]
+			h.Write(x.Hash[:])
+			h.Write(x.ParentHash[:])
+		}
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	for {
+		counts := map[string]int{}
+		for _, r := range replies {
+			counts[r.sum]++
+			if counts[r.sum] >= k {
+				for _, o := range replies {
+					if o.sum != r.sum {
+						if qo, ok := e.obs.(QuorumObserver); ok {
+							qo.Disagreement(o.ep.c.String())
+						}
+						e.log.Error("endpoints disagree on block hashes; the dissenting answer is not used",
+							slog.String("endpoint", o.ep.c.String()), slog.String("other_endpoint", r.ep.c.String()))
+						e.fail(context.Background(), o.ep, o.ep.c.badReply("eth_getBlockByNumber",
+							fmt.Errorf("%w: its block hashes differ from the quorum's", ErrBadReply)))
+					}
+				}
+				return r.hs, nil
+			}
+		}
+		ep, _, err := e.pick(ctx, tried)
+		if err != nil {
+			if lastErr == nil {
+				lastErr = err
+			}
+			break
+		}
+		tried = append(tried, ep)
+		hs, err := ep.c.HeadersByNumber(ctx, ns)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			e.fail(ctx, ep, err)
+			lastErr = err
+			continue
+		}
+		replies = append(replies, reply{ep: ep, hs: hs, sum: digest(hs)})
+	}
+	if len(replies) < k {
+		return nil, fmt.Errorf("%w: headers: %d of RPC_QUORUM=%d endpoints answered: %w", ErrQuorumUnavailable, len(replies), k, lastErr)
+	}
+	return nil, &Error{Class: ClassBadReply, Endpoint: e.String(), Method: "eth_getBlockByNumber",
+		Err: fmt.Errorf("%w: block hashes: %d endpoints answered, no %d of them alike", ErrQuorumDisagreement, len(replies), k)}
+}
+
+// fingerprint digests what a quorum compares: the end blocks, their hashes
+// and the first block's parent (the continuity a writer checks), every burn (position, block hash, contract, payer, digest, amount,
 // timestamp) and every rejected log (position, block hash, address,
 // topics, data), in chain order.
 func fingerprint(r Range) string {
@@ -269,6 +340,7 @@ func fingerprint(r Range) string {
 	}
 	num(r.From.Number)
 	h.Write(r.From.Hash[:])
+	h.Write(r.From.ParentHash[:])
 	num(r.To.Number)
 	h.Write(r.To.Hash[:])
 	burns := slices.Clone(r.Burns)

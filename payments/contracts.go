@@ -47,11 +47,12 @@ func (m Member) Pending() bool { return !m.Removed && !m.Backfilled }
 // own backfill (none when it starts above the cursor). A contract removed
 // earlier and listed again is pending for the blocks it missed. A member
 // want lacks is an error wrapping ErrContractsMismatch, unless
-// allowRemoval: then the group stops following it.
-func (t *Tx) SyncMembers(ctx context.Context, cur Cursor, chainID uint64, want []MemberSpec, allowRemoval bool) ([]Member, error) {
+// allowRemoval: then the group stops following it, and removed lists the
+// contracts it stopped following now.
+func (t *Tx) SyncMembers(ctx context.Context, cur Cursor, chainID uint64, want []MemberSpec, allowRemoval bool) (followed []Member, removed []string, err error) {
 	members, err := t.members(ctx, cur.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	first := len(members) == 0
 	byContract := map[string]*Member{}
@@ -82,7 +83,7 @@ func (t *Tx) SyncMembers(ctx context.Context, cur Cursor, chainID uint64, want [
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("recording contract %s in group %q: %w", w.Contract, cur.ID, interpret(err))
+			return nil, nil, fmt.Errorf("recording contract %s in group %q: %w", w.Contract, cur.ID, interpret(err))
 		}
 		changed = true
 	}
@@ -94,20 +95,57 @@ func (t *Tx) SyncMembers(ctx context.Context, cur Cursor, chainID uint64, want [
 		lacking = append(lacking, m.Contract)
 	}
 	if len(lacking) > 0 && !allowRemoval {
-		return nil, fmt.Errorf("%w: group %q follows %s (set BURN_CONTRACT to include it, or ALLOW_CONTRACT_REMOVAL=true to stop following it)",
+		return nil, nil, fmt.Errorf("%w: group %q follows %s (set BURN_CONTRACT to include it, or ALLOW_CONTRACT_REMOVAL=true to stop following it)",
 			ErrContractsMismatch, cur.ID, strings.Join(lacking, ", "))
 	}
 	if len(lacking) > 0 {
 		if _, err := t.tx.Exec(ctx, `UPDATE group_contracts SET removed_at_block = $2
 			WHERE cursor_id = $1 AND contract = ANY($3)`, cur.ID, cur.Block, lacking); err != nil {
-			return nil, fmt.Errorf("removing contracts from group %q: %w", cur.ID, interpret(err))
+			return nil, nil, fmt.Errorf("removing contracts from group %q: %w", cur.ID, interpret(err))
 		}
 		changed = true
 	}
 	if !changed {
-		return members, nil
+		return members, nil, nil
 	}
-	return t.members(ctx, cur.ID)
+	members, err = t.members(ctx, cur.ID)
+	return members, lacking, err
+}
+
+// TakeUnfollowedPending removes and returns the pending rows of contracts on
+// chain chainID that no group but group follows any more: burns seen at the
+// head for a contract group just stopped following, which nobody would ever
+// confirm or retract. Rows of a contract another group still follows stay
+// for that group's head tracking.
+func (t *Tx) TakeUnfollowedPending(ctx context.Context, group string, chainID uint64, contracts []string) ([]Pending, error) {
+	if len(contracts) == 0 {
+		return nil, nil
+	}
+	rows, err := t.tx.Query(ctx, `
+		DELETE FROM pending_payments p
+		WHERE p.chain_id = $1 AND p.contract = ANY($2)
+		  AND NOT EXISTS (SELECT 1 FROM group_contracts g
+		                  WHERE g.chain_id = $1 AND g.contract = p.contract AND g.cursor_id <> $3 AND g.removed_at_block IS NULL)
+		RETURNING `+pendingColumns, int64(chainID), contracts, group)
+	if err != nil {
+		return nil, fmt.Errorf("settling the pending payments of contracts no longer followed: %w", interpret(err))
+	}
+	return scanPending(rows)
+}
+
+// GroupsFollowing returns the groups (cursor ids) on chain chainID that
+// follow any of contracts now, in order.
+func (s *Store) GroupsFollowing(ctx context.Context, chainID uint64, contracts []string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT cursor_id FROM group_contracts
+		WHERE chain_id = $1 AND contract = ANY($2) AND removed_at_block IS NULL ORDER BY cursor_id`, int64(chainID), contracts)
+	if err != nil {
+		return nil, fmt.Errorf("reading the groups that follow %v: %w", contracts, interpret(err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("reading the groups that follow %v: %w", contracts, interpret(err))
+	}
+	return ids, nil
 }
 
 func (t *Tx) members(ctx context.Context, id string) ([]Member, error) {

@@ -67,7 +67,7 @@ func TestSyncMembers(t *testing.T) {
 			}
 			cur.Block = st.cursor
 		}
-		got, err := tx.SyncMembers(ctx, cur, 1337, st.want, st.allowRemoval)
+		got, _, err := tx.SyncMembers(ctx, cur, 1337, st.want, st.allowRemoval)
 		if !errors.Is(err, st.wantErr) || (err != nil && st.wantErr == nil) {
 			t.Fatalf("%s: SyncMembers = %v, want %v", st.name, err, st.wantErr)
 		}

@@ -46,12 +46,22 @@ type Event struct {
 	// PaymentID is the payment a confirmed event recorded; 0 otherwise.
 	PaymentID int64     `json:"-"`
 	CreatedAt time.Time `json:"created_at"`
+	// Reason says why the event was recorded when the chain did not cause
+	// it (a retracted for a contract its group stopped following); "" when
+	// it did.
+	Reason string `json:"reason,omitempty"`
 }
 
-// EventID is the event's idempotency key:
-// <chain_id>:<tx_hash>:<log_index>:<kind>:<block_hash>. The same burn at
-// the same position in the same step always has the same id, whichever
-// writer records it and however often.
+// EventID is the id of the first occurrence of a step: a burn's kind at a
+// position, <chain_id>:<tx_hash>:<log_index>:<kind>:<block_hash>. An event
+// is recorded with it the first time; the n-th time the same burn takes the
+// same step at the same position (seen again at a block the chain came back
+// to, confirmed again after an orphaning), with <EventID>:<n>, n counted
+// when the event commits from the events recorded before it. So an id names
+// one occurrence: a receiver that applies each id once applies each step
+// once, and an occurrence recorded again after an asynchronous failover
+// lost it (the promoted standby holds a prefix of the events) gets the id
+// it had.
 func EventID(chainID uint64, txHash string, logIndex uint32, kind, blockHash string) string {
 	return strconv.FormatUint(chainID, 10) + ":" + txHash + ":" + strconv.FormatUint(uint64(logIndex), 10) + ":" + kind + ":" + blockHash
 }
@@ -103,7 +113,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 }
 
 const eventColumns = `seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number, block_hash,
-	payer, digest, amount::text, burned_at, coalesce(payment_id, 0), created_at`
+	payer, digest, amount::text, burned_at, coalesce(payment_id, 0), created_at, coalesce(reason, '')`
 
 // Events reads up to limit events with seq above after, in seq order.
 // Repeating it from the last seq read never misses an event: seqs are
@@ -146,7 +156,7 @@ func scanEvents(rows pgx.Rows) ([]Event, error) {
 			amount  string
 		)
 		if err := rows.Scan(&e.Seq, &e.EventID, &e.Kind, &chainID, &e.Contract, &e.TxHash, &e.LogIndex, &e.BlockNumber,
-			&e.BlockHash, &e.Payer, &e.Digest, &amount, &e.BurnedAt, &e.PaymentID, &e.CreatedAt); err != nil {
+			&e.BlockHash, &e.Payer, &e.Digest, &amount, &e.BurnedAt, &e.PaymentID, &e.CreatedAt, &e.Reason); err != nil {
 			return nil, fmt.Errorf("reading events: %w", interpret(err))
 		}
 		e.ChainID = uint64(chainID)

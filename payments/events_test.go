@@ -124,10 +124,12 @@ func TestEventSeqIsGapFreeInCommitOrder(t *testing.T) {
 	}
 }
 
-// TestAppendEventsSkipsRecordedIDsWithoutGaps: an event recorded again (a
-// range re-recorded after a failover) keeps its first seq; the new ones
-// around it get consecutive seqs, and the notification names the last.
-func TestAppendEventsSkipsRecordedIDsWithoutGaps(t *testing.T) {
+// TestAppendEventsNamesEachOccurrence: a step taken again (the same burn,
+// kind and position: a burn seen again where it was seen before) is a new
+// occurrence, recorded with the first free <id>:<n>, also when one
+// transaction takes it twice; seqs stay consecutive and the notification
+// names the last.
+func TestAppendEventsNamesEachOccurrence(t *testing.T) {
 	t.Parallel()
 	s, pool := newStore(t)
 	ctx := context.Background()
@@ -166,14 +168,15 @@ func TestAppendEventsSkipsRecordedIDsWithoutGaps(t *testing.T) {
 		t.Fatalf("recorded %v", got)
 	}
 	// ev(1) again, twice in one call, between two new ones.
-	if got := appendAll(ev(2, payments.KindSeen), ev(1, payments.KindSeen), ev(1, payments.KindSeen), ev(0, payments.KindConfirmed)); len(got) != 2 || got[1] != payments.KindConfirmed {
-		t.Fatalf("recorded %v, want [seen confirmed]", got)
+	if got := appendAll(ev(2, payments.KindSeen), ev(1, payments.KindSeen), ev(1, payments.KindSeen), ev(0, payments.KindConfirmed)); len(got) != 4 {
+		t.Fatalf("recorded %v, want four events", got)
 	}
 	evs, err := s.Events(ctx, 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{ev(0, "seen").EventID, ev(1, "seen").EventID, ev(2, "seen").EventID, ev(0, "confirmed").EventID}
+	again := ev(1, "seen").EventID
+	want := []string{ev(0, "seen").EventID, again, ev(2, "seen").EventID, again + ":2", again + ":3", ev(0, "confirmed").EventID}
 	if len(evs) != len(want) {
 		t.Fatalf("%d events, want %d", len(evs), len(want))
 	}
@@ -182,10 +185,10 @@ func TestAppendEventsSkipsRecordedIDsWithoutGaps(t *testing.T) {
 			t.Fatalf("event %d: seq %d id %s, want seq %d id %s", i, e.Seq, e.EventID, i+1, want[i])
 		}
 	}
-	if evs[3].PaymentID != 100 || evs[0].PaymentID != 0 || evs[3].Amount.Cmp(big.NewInt(0)) != 0 {
-		t.Fatalf("payment ids %d/%d, amount %s", evs[3].PaymentID, evs[0].PaymentID, evs[3].Amount)
+	if evs[5].PaymentID != 100 || evs[0].PaymentID != 0 || evs[5].Amount.Cmp(big.NewInt(0)) != 0 {
+		t.Fatalf("payment ids %d/%d, amount %s", evs[5].PaymentID, evs[0].PaymentID, evs[5].Amount)
 	}
-	for _, want := range []string{`{"seq":2}`, `{"seq":4}`} {
+	for _, want := range []string{`{"seq":2}`, `{"seq":6}`} {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		n, err := conn.Conn().WaitForNotification(wctx)
 		cancel()

@@ -28,86 +28,63 @@ func (e Event) Payment() Payment {
 }
 
 // AppendEvents stages evs, in order, to be numbered and recorded when the
-// transaction commits (see stage). Events whose event_id is already
-// recorded (the same step recorded again, after a failover re-recorded a
-// range) are skipped then, without using a seq. It returns the kinds of the
-// events that will be recorded, in order (their count per kind feeds the
-// metrics).
+// transaction commits (see the note below). Each is a step the transaction's changes
+// to the ledger take: an event id already recorded names an earlier
+// occurrence of the same step, and this one is recorded as the next
+// occurrence (see EventID). It returns the events' kinds, in order (their
+// count per kind feeds the metrics).
 func (t *Tx) AppendEvents(ctx context.Context, evs []Event) ([]string, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	ids := make([]string, len(evs))
+	n := len(evs)
+	var (
+		ords      = make([]int64, n)
+		kinds     = make([]string, n)
+		chainIDs  = make([]int64, n)
+		contracts = make([]string, n)
+		txHashes  = make([]string, n)
+		indexes   = make([]int64, n)
+		numbers   = make([]int64, n)
+		hashes    = make([]string, n)
+		payers    = make([]string, n)
+		digests   = make([]string, n)
+		amounts   = make([]string, n)
+		times     = make([]time.Time, n)
+		paymentID = make([]int64, n)
+		eventIDs  = make([]string, n)
+		reasons   = make([]string, n)
+	)
 	for i, e := range evs {
 		if e.Amount == nil || e.Amount.Sign() < 0 {
 			return nil, fmt.Errorf("event %s: amount %v is not a uint256", e.EventID, e.Amount)
 		}
-		ids[i] = e.EventID
-	}
-	// What is recorded already is skipped at commit; read here only to
-	// count what will be recorded. Writers of one contract take turns on
-	// the writers' lock, so no other writer records these ids meanwhile.
-	rows, err := t.tx.Query(ctx, `SELECT event_id FROM payment_events WHERE event_id = ANY($1)`, ids)
-	if err != nil {
-		return nil, fmt.Errorf("reading recorded events: %w", interpret(err))
-	}
-	known, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("reading recorded events: %w", interpret(err))
-	}
-	skip := make(map[string]bool, len(known)+len(evs))
-	for _, id := range known {
-		skip[id] = true
-	}
-	n := len(evs)
-	var (
-		ords      = make([]int64, 0, n)
-		kinds     = make([]string, 0, n)
-		chainIDs  = make([]int64, 0, n)
-		contracts = make([]string, 0, n)
-		txHashes  = make([]string, 0, n)
-		indexes   = make([]int64, 0, n)
-		numbers   = make([]int64, 0, n)
-		hashes    = make([]string, 0, n)
-		payers    = make([]string, 0, n)
-		digests   = make([]string, 0, n)
-		amounts   = make([]string, 0, n)
-		times     = make([]time.Time, 0, n)
-		paymentID = make([]int64, 0, n)
-		eventIDs  = make([]string, 0, n)
-		recorded  = make([]string, 0, n)
-	)
-	for i, e := range evs {
-		// Staged all, in order; the commit skips the known ones.
-		ords, eventIDs, kinds = append(ords, t.staged+int64(i)+1), append(eventIDs, e.EventID), append(kinds, e.Kind)
-		chainIDs, contracts, txHashes = append(chainIDs, int64(e.ChainID)), append(contracts, e.Contract), append(txHashes, e.TxHash)
-		indexes, numbers, hashes = append(indexes, int64(e.LogIndex)), append(numbers, e.BlockNumber), append(hashes, e.BlockHash)
-		payers, digests, amounts = append(payers, e.Payer), append(digests, e.Digest), append(amounts, e.Amount.String())
-		times, paymentID = append(times, e.BurnedAt), append(paymentID, e.PaymentID)
-		if !skip[e.EventID] {
-			skip[e.EventID] = true // twice in evs: once
-			recorded = append(recorded, e.Kind)
-		}
+		ords[i], eventIDs[i], kinds[i] = t.staged+int64(i)+1, e.EventID, e.Kind
+		chainIDs[i], contracts[i], txHashes[i] = int64(e.ChainID), e.Contract, e.TxHash
+		indexes[i], numbers[i], hashes[i] = int64(e.LogIndex), e.BlockNumber, e.BlockHash
+		payers[i], digests[i], amounts[i] = e.Payer, e.Digest, e.Amount.String()
+		times[i], paymentID[i], reasons[i] = e.BurnedAt, e.PaymentID, e.Reason
 	}
 	if _, err := t.tx.Exec(ctx, `
 		WITH mark AS (
-			INSERT INTO ledger_commits (head_chain_id) SELECT NULL WHERE NOT $15::bool
+			INSERT INTO ledger_commits (head_chain_id) SELECT NULL WHERE NOT $16::bool
 		)
 		INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
-		                                   block_hash, payer, digest, amount, burned_at, payment_id)
+		                                   block_hash, payer, digest, amount, burned_at, payment_id, reason)
 		SELECT ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
-		       block_hash, payer, digest, amount::numeric(78,0), burned_at, nullif(payment_id, 0)
+		       block_hash, payer, digest, amount::numeric(78,0), burned_at, nullif(payment_id, 0), nullif(reason, '')
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::int[],
-		            $8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::bigint[])
+		            $8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::bigint[],
+		            $15::text[])
 		     AS e(ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
-		          block_hash, payer, digest, amount, burned_at, payment_id)`,
+		          block_hash, payer, digest, amount, burned_at, payment_id, reason)`,
 		ords, eventIDs, kinds, chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times, paymentID,
-		t.marked); err != nil {
+		reasons, t.marked); err != nil {
 		return nil, fmt.Errorf("recording %d events: %w", n, interpret(err))
 	}
 	t.staged += int64(n)
 	t.marked = true
-	return recorded, nil
+	return kinds, nil
 }
 
 // Events are numbered when the transaction commits, not when they are

@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/burnpoller/burnpoller/payments"
 )
@@ -68,11 +72,26 @@ var (
 // maxCursorID is the longest cursor id the ledger accepts.
 const maxCursorID = 200
 
-// BackfillID is the cursor row of a backfill of [from, to] of poller group
-// group: the same arguments resume the same backfill. It is
-// "backfill:<group>:<from>-<to>", or, when that is too long for a cursor id,
-// as much of it as fits followed by a hash of the whole.
-func BackfillID(group string, from uint64, to string) string {
+// BackfillID is the cursor row of a backfill of [from, to] of contracts in
+// poller group group: the same arguments resume the same backfill, and other
+// contracts make another backfill (resuming one that never read a contract
+// added since would skip that contract's burns). It is
+// "backfill:<group>:<from>-<to>" when the group's id names its one contract
+// (the default CURSOR_ID), else "backfill:<group>+<contracts>:<from>-<to>",
+// <contracts> 8 hex digits of the sorted contracts' sha256; when that is too
+// long for a cursor id, as much of it as fits followed by a hash of the
+// whole.
+func BackfillID(group string, contracts []common.Address, from uint64, to string) string {
+	if len(contracts) != 1 || !strings.HasSuffix(group, ":"+lowerHex(contracts[0])) {
+		set := lowerHexes(contracts)
+		slices.Sort(set)
+		sum := sha256.Sum256([]byte(strings.Join(set, ",")))
+		group += "+" + hex.EncodeToString(sum[:4])
+	}
+	return backfillID(group, from, to)
+}
+
+func backfillID(group string, from uint64, to string) string {
 	id := "backfill:" + group + ":" + strconv.FormatUint(from, 10) + "-" + to
 	if len(id) <= maxCursorID {
 		return id

@@ -1,12 +1,15 @@
 package poller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/burnpoller/burnpoller/payments"
 )
 
 // Contract is one burn contract a group follows.
@@ -78,4 +81,35 @@ func GroupStart(cs []Contract, start uint64) uint64 {
 		first = min(first, c.FirstBlock(start))
 	}
 	return first
+}
+
+// ErrGroupAmbiguous means a replica's contracts are followed by several
+// groups and CURSOR_ID does not say which it belongs to.
+var ErrGroupAmbiguous = errors.New("BURN_CONTRACT's contracts are followed by several groups; set CURSOR_ID to the group's")
+
+// ResolveGroup is the group a writer of contracts on chain chainID belongs
+// to when CURSOR_ID is not set: defaultID (<chain id>:<first contract>) when
+// that cursor exists, or when no group follows any of contracts (a new
+// group); otherwise the one group that follows one of them, which keeps its
+// id when the contract that named it is removed. Several such groups give
+// ErrGroupAmbiguous.
+func ResolveGroup(ctx context.Context, store *payments.Store, chainID uint64, contracts []common.Address, defaultID string) (string, error) {
+	_, err := store.Cursor(ctx, defaultID)
+	if err == nil {
+		return defaultID, nil
+	}
+	if !errors.Is(err, payments.ErrCursorNotFound) {
+		return "", err
+	}
+	groups, err := store.GroupsFollowing(ctx, chainID, lowerHexes(contracts))
+	if err != nil {
+		return "", err
+	}
+	switch len(groups) {
+	case 0:
+		return defaultID, nil
+	case 1:
+		return groups[0], nil
+	}
+	return "", fmt.Errorf("%w: %s", ErrGroupAmbiguous, strings.Join(groups, ", "))
 }

@@ -1,6 +1,10 @@
 package poller
 
-import "time"
+import (
+	"time"
+
+	"github.com/burnpoller/burnpoller/payments"
+)
 
 // RetryWait is the first wait after err with a back-off capped at maxWait.
 func RetryWait(err error, maxWait time.Duration) time.Duration {
@@ -9,3 +13,16 @@ func RetryWait(err error, maxWait time.Duration) time.Duration {
 
 // ErrHeadSkipped is errHeadSkipped.
 var ErrHeadSkipped = errHeadSkipped
+
+// PendingDiff is pendingDiff with its fields exported.
+type PendingDiff struct {
+	Drop, Put []payments.Payment
+	Events    []payments.Event
+	Pending   int
+}
+
+// DiffPending is diffPending.
+func DiffPending(cursor, to int64, rows []payments.Pending, onChain []payments.Payment, recorded map[string]string) PendingDiff {
+	d := diffPending(cursor, to, rows, onChain, recorded)
+	return PendingDiff{Drop: d.drop, Put: d.put, Events: d.events, Pending: d.pending}
+}

@@ -50,6 +50,9 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 		return HeadTotals{}, err
 	}
 	defer t.Rollback()
+	if err := t.use(); err != nil {
+		return HeadTotals{}, err
+	}
 	cur := t.cur
 	target, err := w.node.Target(ctx)
 	if err != nil {
@@ -71,36 +74,30 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	to := min(int64(head.Number), cur.Block+int64(maxBlocks))
 	res := HeadTotals{From: from, To: to, Head: head}
 
-	// The canonical burns above the cursor, range after range, each
-	// continuing the one before (the first continues the cursor's block).
+	// The canonical burns above the cursor, read as every writer reads
+	// (the first range continues the cursor's block). Nothing read here is
+	// credited: no receipts, no quorum.
 	var burns []chain.Burn
-	prev := cur.Hash
-	// Nothing read here is credited: no receipts, no quorum.
-	rctx := chain.CreditsNothing(ctx)
-	for next := from; next <= to; {
-		r, err := w.node.BurnRange(rctx, w.cfg.Contracts, uint64(next), uint64(to))
-		if err != nil {
-			return HeadTotals{}, fmt.Errorf("fetching burns of blocks [%d, %d] above the target: %w", next, to, err)
+	if from <= to {
+		ranges := w.read(chain.CreditsNothing(ctx), readSpec{contracts: w.cfg.Contracts, from: from, to: to, ledger: cur})
+		defer ranges.Stop()
+		for !ranges.Done() {
+			r, err := ranges.Next()
+			if err != nil {
+				// Above the cursor this is the head moving while we
+				// read; at the cursor, the ledger's next poll judges.
+				// Either way nothing is written now.
+				return HeadTotals{}, fmt.Errorf("reading burns above the target: %w", err)
+			}
+			burns = append(burns, r.Burns...)
 		}
-		if err := checkSpan(r, next, to); err != nil {
-			return HeadTotals{}, err
-		}
-		if err := checkContinues(r, prev); err != nil {
-			// Above the cursor this is the head moving while we read,
-			// or, at the cursor, a reorg the ledger's next poll
-			// judges: either way nothing is written now.
-			return HeadTotals{}, err
-		}
-		burns = append(burns, r.Burns...)
-		prev = hashHex(r.To.Hash)
-		next = int64(r.To.Number) + 1
 	}
 	ps, err := toPayments(w.cfg.ChainID, burns)
 	if err != nil {
 		return HeadTotals{}, err
 	}
 
-	if err := t.tx.LockWriters(ctx, w.cfg.ChainID, w.contracts()); err != nil {
+	if err := t.lockWriters(ctx); err != nil {
 		if errors.Is(err, payments.ErrLockTimeout) {
 			// A backfill of the contract is recording: the next pass
 			// will do.
@@ -108,7 +105,6 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 		}
 		return HeadTotals{}, err
 	}
-	t.writing = true
 	rows, err := t.tx.PendingOf(ctx, w.cfg.ChainID, w.contracts())
 	if err != nil {
 		return HeadTotals{}, err
@@ -123,72 +119,97 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	if err != nil {
 		return HeadTotals{}, err
 	}
-	want := make(map[string]payments.Payment, len(ps))
-	for _, p := range ps {
-		if _, done := recorded[payments.KeyOf(p.TxHash, p.LogIndex)]; !done {
-			want[payments.KeyOf(p.TxHash, p.LogIndex)] = p
-		}
-	}
-	var drop, put []payments.Payment
-	kept := map[string]bool{}
-	for _, r := range rows {
-		key := payments.KeyOf(r.TxHash, r.LogIndex)
-		if hash, done := recorded[key]; done {
-			// Recorded meanwhile by another writer: it leaves, retracted
-			// only if it was seen elsewhere than where it was recorded.
-			drop = append(drop, r.Payment)
-			if hash != r.BlockHash {
-				t.events = append(t.events, payments.EventFor(payments.KindRetracted, r.Payment, 0))
-			}
-			continue
-		}
-		if r.BlockNumber > to {
-			// Beyond this pass's window, or above a head that dropped
-			// (a node may briefly report the common block during a
-			// reorg): what the node did not show is not judged. The
-			// row stays until a pass sees its height, or the ledger
-			// records it.
-			kept[key] = true
-			continue
-		}
-		p, onChain := want[key]
-		switch {
-		case onChain && p.BlockHash == r.BlockHash:
-			kept[key] = true
-		case onChain:
-			// Re-included in another block: the old position is
-			// retracted, the new one seen (below).
-			t.events = append(t.events, payments.EventFor(payments.KindRetracted, r.Payment, 0))
-		default:
-			drop = append(drop, r.Payment)
-			t.events = append(t.events, payments.EventFor(payments.KindRetracted, r.Payment, 0))
-		}
-	}
-	for _, p := range ps {
-		key := payments.KeyOf(p.TxHash, p.LogIndex)
-		if _, ok := want[key]; !ok || kept[key] {
-			continue
-		}
-		put = append(put, p)
-		t.events = append(t.events, payments.EventFor(payments.KindSeen, p, 0))
-	}
-	if err := t.tx.DropPending(ctx, drop); err != nil {
+	d := diffPending(cur.Block, to, rows, ps, recorded)
+	t.addEvents(d.events...)
+	if err := t.tx.DropPending(ctx, d.drop); err != nil {
 		return HeadTotals{}, err
 	}
-	if err := t.tx.PutPending(ctx, put); err != nil {
+	if err := t.tx.PutPending(ctx, d.put); err != nil {
 		return HeadTotals{}, err
 	}
 	if err := t.tx.SetHead(ctx, w.cfg.ChainID, int64(head.Number), hashHex(head.Hash)); err != nil {
 		return HeadTotals{}, err
 	}
-	t.used = true
 	totals, err := t.Commit(ctx)
 	if err != nil {
 		return HeadTotals{}, err
 	}
 	res.Seen, res.Retracted = totals.Events[payments.KindSeen], totals.Events[payments.KindRetracted]
-	res.Pending = len(kept) + len(put)
+	res.Pending = d.pending
 	return res, nil
+}
+
+// pendingDiff is what a head tracking pass changes: the pending rows to
+// remove and to put (a moved burn's new row replaces its old one), the
+// events to record, in order, and how many rows are pending afterwards.
+type pendingDiff struct {
+	drop, put []payments.Payment
+	events    []payments.Event
+	pending   int
+}
+
+// diffPending makes the pending rows agree with the chain: rows are the
+// pending rows, onChain the canonical burns of blocks (cursor, to], and
+// recorded the block hash the ledger holds for those of both that are
+// payments (by payments.KeyOf).
+//
+//   - A burn the ledger holds is not pending: its row goes, retracted only
+//     if it was seen elsewhere than where it was recorded.
+//   - A row at or below the cursor is the ledger's to settle (whatever
+//     records its block: the loop, a backfill of blocks a reset skipped),
+//     never judged by a window that starts above it.
+//   - A row above to (beyond this pass's window, or above a head that
+//     dropped) is kept: what the node did not show is not judged.
+//   - A row whose burn the chain holds at the same block hash is kept; at
+//     another, retracted where it was and seen where it is; nowhere,
+//     retracted and removed.
+//   - A burn on the chain that is neither recorded nor pending is put and
+//     seen.
+func diffPending(cursor, to int64, rows []payments.Pending, onChain []payments.Payment, recorded map[string]string) pendingDiff {
+	var d pendingDiff
+	want := make(map[string]payments.Payment, len(onChain))
+	for _, p := range onChain {
+		if _, done := recorded[payments.KeyOf(p.TxHash, p.LogIndex)]; !done {
+			want[payments.KeyOf(p.TxHash, p.LogIndex)] = p
+		}
+	}
+	kept := map[string]bool{}
+	for _, r := range rows {
+		key := payments.KeyOf(r.TxHash, r.LogIndex)
+		if hash, done := recorded[key]; done {
+			d.drop = append(d.drop, r.Payment)
+			if hash != r.BlockHash {
+				d.events = append(d.events, payments.EventFor(payments.KindRetracted, r.Payment, 0))
+			}
+			continue
+		}
+		p, onChain := want[key]
+		switch {
+		case r.BlockNumber > to:
+			kept[key] = true
+		case onChain && p.BlockHash == r.BlockHash:
+			kept[key] = true
+		case onChain:
+			// Re-included in another block: the old position is
+			// retracted, the new one seen (below).
+			d.events = append(d.events, payments.EventFor(payments.KindRetracted, r.Payment, 0))
+		case r.BlockNumber <= cursor:
+			kept[key] = true
+		default:
+			d.drop = append(d.drop, r.Payment)
+			d.events = append(d.events, payments.EventFor(payments.KindRetracted, r.Payment, 0))
+		}
+	}
+	for _, p := range onChain {
+		key := payments.KeyOf(p.TxHash, p.LogIndex)
+		if _, ok := want[key]; !ok || kept[key] {
+			continue
+		}
+		d.put = append(d.put, p)
+		d.events = append(d.events, payments.EventFor(payments.KindSeen, p, 0))
+	}
+	d.pending = len(kept) + len(d.put)
+	return d
 }
 
 // trackHead runs one head tracking pass after the ledger reached the

@@ -101,7 +101,7 @@ func (b *MemberBackfiller) setState(pending []payments.Member) {
 
 // MemberBackfillID is the backfill cursor of member contract of group.
 func MemberBackfillID(group, contract string, first, liveFrom int64) string {
-	return BackfillID(group+"+"+contract, uint64(first), strconv.FormatInt(liveFrom-1, 10))
+	return backfillID(group+"+"+contract, uint64(first), strconv.FormatInt(liveFrom-1, 10))
 }
 
 func (b *MemberBackfiller) backfill(ctx context.Context, group string, m payments.Member) {

@@ -133,6 +133,32 @@ func (f *fakeChain) addBurn(block uint64, tx byte, index uint, amount int64) cha
 	return f.addBurnTx(block, common.BytesToHash([]byte{tx, byte(block)}), tx, index, amount)
 }
 
+// addBurnOf adds a burn of another contract.
+func (f *fakeChain) addBurnOf(contract common.Address, block uint64, tx byte, index uint, amount int64) chain.Burn {
+	b := f.addBurn(block, tx, index, amount)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	bs := f.burns[block]
+	bs[len(bs)-1].Contract = contract
+	b.Contract = contract
+	return b
+}
+
+// unreorg undoes the last reorg: the blocks it replaced have their old
+// hashes again (the chain came back to the branch it left); their burns are
+// the test's to add again.
+func (f *fakeChain) unreorg() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	from := f.reorgs[len(f.reorgs)-1]
+	f.reorgs = f.reorgs[:len(f.reorgs)-1]
+	for n := range f.burns {
+		if n >= from {
+			delete(f.burns, n)
+		}
+	}
+}
+
 // addBurnTx adds a burn of transaction txHash (the same transaction may be
 // re-included in another block after a reorg).
 func (f *fakeChain) addBurnTx(block uint64, txHash common.Hash, tx byte, index uint, amount int64) chain.Burn {
@@ -178,8 +204,10 @@ func (f *fakeChain) BurnRange(ctx context.Context, contracts []common.Address, f
 	}
 	r := chain.Range{From: f.header(from), To: f.header(to)}
 	for n := from; n <= to; n++ {
-		if !f.hidden[n] {
-			r.Burns = append(r.Burns, f.burns[n]...)
+		for _, b := range f.burns[n] {
+			if !f.hidden[n] && slices.Contains(contracts, b.Contract) {
+				r.Burns = append(r.Burns, b)
+			}
 		}
 		r.Rejected = append(r.Rejected, f.rejects[n]...)
 	}
@@ -240,6 +268,7 @@ func (f *fakeChain) requested() [][2]uint64 {
 
 type harness struct {
 	t       *testing.T
+	url     string
 	pool    *pgxpool.Pool
 	store   *payments.Store
 	node    *fakeChain
@@ -251,9 +280,10 @@ type harness struct {
 
 func newHarness(t *testing.T, node *fakeChain) *harness {
 	t.Helper()
-	pool, _ := pgtest.NewPool(t)
+	pool, url := pgtest.NewPool(t)
 	return &harness{
 		t:     t,
+		url:   url,
 		pool:  pool,
 		store: payments.NewStore(pool),
 		node:  node,

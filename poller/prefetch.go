@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/burnpoller/burnpoller/chain"
 )
@@ -27,8 +30,10 @@ const (
 // planned again at the size learned, so the ranges handed over are
 // contiguous. The writer still checks that each continues the one before.
 type prefetcher struct {
-	node      Node
-	w         *Writer
+	src       rangeSource
+	contracts []common.Address
+	maxSpan   uint64        // the most blocks a range may ask for
+	memory    *atomic.Int32 // where the window is kept for the next read; nil: nowhere
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -49,12 +54,30 @@ type planned struct {
 	took     time.Duration
 }
 
-// newPrefetcher plans the ranges of blocks [from, to] under ctx, none
-// after deadline. Stop must be called.
-func (w *Writer) newPrefetcher(ctx context.Context, from, to int64, deadline time.Time) *prefetcher {
+// rangeSource is what reading ranges needs of the node: *chain.Endpoints
+// is the real one.
+type rangeSource interface {
+	BurnRange(ctx context.Context, contracts []common.Address, from, maxTo uint64) (chain.Range, error)
+	// Span is how many blocks the next range should ask for.
+	Span() uint64
+}
+
+// newPrefetcher plans the ranges of blocks [from, to] of contracts under
+// ctx, none after deadline (zero: no deadline), each at most maxSpan
+// blocks; it starts with the window memory holds and keeps the last one
+// there. Stop must be called.
+func newPrefetcher(ctx context.Context, src rangeSource, contracts []common.Address, maxSpan uint64, memory *atomic.Int32,
+	from, to int64, deadline time.Time) *prefetcher {
 	ctx, cancel := context.WithCancel(ctx)
-	window := min(maxWindow, max(minWindow, int(w.window.Load())))
-	return &prefetcher{node: w.node, w: w, ctx: ctx, cancel: cancel, next: from, to: to, deadline: deadline, window: window}
+	window := minWindow
+	if memory != nil {
+		window = min(maxWindow, max(minWindow, int(memory.Load())))
+	}
+	if deadline.IsZero() {
+		deadline = time.Now().Add(100 * 365 * 24 * time.Hour)
+	}
+	return &prefetcher{src: src, contracts: contracts, maxSpan: maxSpan, memory: memory, ctx: ctx, cancel: cancel,
+		next: from, to: to, deadline: deadline, window: window}
 }
 
 // Ready says the next range has arrived whole: past the deadline, a range
@@ -125,7 +148,7 @@ func (p *prefetcher) Next() (chain.Range, error) {
 
 // plan puts the next range, at the node's current range size, in flight.
 func (p *prefetcher) plan() {
-	span := max(1, min(p.node.Span(), p.w.cfg.MaxBlockRange))
+	span := max(1, min(p.src.Span(), p.maxSpan))
 	_, to, _ := NextRange(p.next-1, p.to, span)
 	p.queue = append(p.queue, p.launch(p.next, to))
 	p.next = to + 1
@@ -149,7 +172,9 @@ func (p *prefetcher) Recorded(took time.Duration, logs int) {
 		w = 1 + int(p.fetchTook/took)
 	}
 	p.window = min(maxWindow, max(minWindow, w))
-	p.w.window.Store(int32(p.window)) // the next transaction starts with it
+	if p.memory != nil {
+		p.memory.Store(int32(p.window)) // the next transaction starts with it
+	}
 }
 
 // launch fetches the burns of blocks [from, to] in the background.
@@ -160,7 +185,7 @@ func (p *prefetcher) launch(from, to int64) *planned {
 		defer close(pl.done)
 		defer cancel()
 		start := time.Now()
-		pl.r, pl.err = p.node.BurnRange(ctx, p.w.cfg.Contracts, uint64(from), uint64(to))
+		pl.r, pl.err = p.src.BurnRange(ctx, p.contracts, uint64(from), uint64(to))
 		pl.took = time.Since(start)
 	})
 	return pl

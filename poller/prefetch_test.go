@@ -83,8 +83,7 @@ func TestPrefetcherHandsRangesOverInChainOrder(t *testing.T) {
 	t.Parallel()
 	first := make(chan struct{})
 	n := &spanNode{span: 10, hold: map[uint64]chan struct{}{10: first}, answered: make(chan uint64, 8)}
-	w := &Writer{cfg: WriterConfig{MaxBlockRange: 100}, node: n}
-	p := w.newPrefetcher(context.Background(), 0, 39, time.Now().Add(time.Hour))
+	p := newPrefetcher(context.Background(), n, nil, 100, nil, 0, 39, time.Now().Add(time.Hour))
 	defer p.Stop()
 	p.window = maxWindow
 	var got []chain.Range
@@ -121,8 +120,7 @@ func TestPrefetcherHandsRangesOverInChainOrder(t *testing.T) {
 func TestPrefetcherReplansAfterAShortReply(t *testing.T) {
 	t.Parallel()
 	n := &spanNode{span: 10, cap: 4}
-	w := &Writer{cfg: WriterConfig{MaxBlockRange: 100}, node: n}
-	p := w.newPrefetcher(context.Background(), 5, 24, time.Now().Add(time.Hour))
+	p := newPrefetcher(context.Background(), n, nil, 100, nil, 5, 24, time.Now().Add(time.Hour))
 	defer p.Stop()
 	p.window = maxWindow
 	var got []chain.Range
@@ -167,13 +165,14 @@ func TestPrefetcherWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &prefetcher{w: &Writer{}, window: minWindow, fetchTook: tt.fetch}
+			w := &Writer{}
+			p := &prefetcher{memory: &w.window, window: minWindow, fetchTook: tt.fetch}
 			p.Recorded(tt.write, tt.logs)
 			if p.window != tt.want {
 				t.Fatalf("window %d, want %d", p.window, tt.want)
 			}
 			// The writer's next transaction starts with it.
-			next := p.w.newPrefetcher(context.Background(), 0, 1, time.Now())
+			next := newPrefetcher(context.Background(), &spanNode{span: 1}, nil, 1, &w.window, 0, 1, time.Now())
 			defer next.Stop()
 			if next.window != tt.want {
 				t.Fatalf("next transaction's window %d, want %d", next.window, tt.want)
@@ -189,8 +188,7 @@ func TestPrefetcherReadyOnlyForAWholeRange(t *testing.T) {
 	t.Parallel()
 	held := make(chan struct{})
 	n := &spanNode{span: 10, hold: map[uint64]chan struct{}{10: held}, answered: make(chan uint64, 8)}
-	w := &Writer{cfg: WriterConfig{MaxBlockRange: 100}, node: n}
-	p := w.newPrefetcher(context.Background(), 0, 39, time.Now().Add(time.Hour))
+	p := newPrefetcher(context.Background(), n, nil, 100, nil, 0, 39, time.Now().Add(time.Hour))
 	defer p.Stop()
 	if _, err := p.Next(); err != nil { // [0, 9]; [10, 19] goes in flight, held
 		t.Fatal(err)

@@ -2,51 +2,102 @@ package poller
 
 import (
 	"context"
-	"fmt"
+	"slices"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/burnpoller/burnpoller/payments"
 )
 
 // Rescan re-reads blocks [from, cursor] and records any burn missing from
 // the ledger: a node once answered with less than the chain holds. It never
-// moves the cursor. Like every range the transaction records, the ledger's
-// rows of those blocks must match the canonical chain, and the cursor block
-// must still have the committed hash; otherwise it returns a
-// *ViolationError and writes nothing.
+// moves the cursor. Each contract is read only from the block the group's
+// cursor covers it from (its live_from): below that, a contract added to
+// the group has its history read by its own backfill, and its absence there
+// says nothing about a node. Like every read, the ledger's rows of those
+// blocks must match the canonical chain and the cursor block must still
+// have the committed hash; otherwise it returns a *ViolationError and
+// writes nothing.
 func (t *RangeTx) Rescan(ctx context.Context, from int64) (Totals, error) {
-	if t.used {
-		return Totals{}, errUsed
+	if err := t.use(); err != nil {
+		return Totals{}, err
 	}
-	t.used = true
 	cur := t.cur
 	t.totals.Rescanned, t.totals.RescanFrom, t.totals.RescanTo = true, from, cur.Block
-	prev := ""
-	for next := from; next <= cur.Block; {
-		r, err := t.w.node.BurnRange(ctx, t.w.cfg.Contracts, uint64(next), uint64(cur.Block))
+	after := ""
+	for _, seg := range rescanSegments(t.w.cfg.Contracts, t.members, from, cur.Block) {
+		if len(seg.contracts) == 0 {
+			after = "" // nothing read here: nothing to continue
+			continue
+		}
+		ranges := t.w.read(ctx, readSpec{contracts: seg.contracts, from: seg.from, to: seg.to, ledger: cur, after: after})
+		err := func() error {
+			defer ranges.Stop()
+			for !ranges.Done() {
+				r, err := ranges.Next()
+				if err != nil {
+					return err
+				}
+				// Re-read blocks hold duplicates by nature: only what
+				// was missing counts.
+				got, err := t.record(ctx, r, lowerHexes(seg.contracts))
+				if err != nil {
+					return err
+				}
+				t.totals.Inserted += got.inserted
+				t.totals.Recovered += got.inserted
+			}
+			after = ranges.End()
+			return nil
+		}()
 		if err != nil {
-			return Totals{}, fmt.Errorf("rescanning blocks [%d, %d]: %w", next, cur.Block, err)
-		}
-		if err := checkSpan(r, next, cur.Block); err != nil {
-			return Totals{}, fmt.Errorf("rescanning: %w", err)
-		}
-		if err := checkContinues(r, prev); err != nil {
 			return Totals{}, err
 		}
-		if int64(r.To.Number) == cur.Block && cur.Hash != "" && hashHex(r.To.Hash) != cur.Hash {
-			return Totals{}, &ViolationError{Cursor: cur, Block: cur.Block, Committed: cur.Hash,
-				ChainHash: hashHex(r.To.Hash), SeenAt: r.To.Number}
-		}
-		// Re-read blocks hold duplicates by nature: only what was missing
-		// counts.
-		got, err := t.record(ctx, r)
-		if err != nil {
-			return Totals{}, err
-		}
-		t.totals.Inserted += got.inserted
-		t.totals.Recovered += got.inserted
-		prev = hashHex(r.To.Hash)
-		next = int64(r.To.Number) + 1
 	}
 	if err := t.tx.MarkRescanned(ctx, cur.ID); err != nil {
 		return Totals{}, err
 	}
 	return t.totals, nil
+}
+
+// segment is a span of blocks read with one set of contracts.
+type segment struct {
+	from, to  int64
+	contracts []common.Address
+}
+
+// rescanSegments splits [from, to] where a contract's live_from falls, so
+// that each segment reads exactly the contracts the group's cursor covered
+// there. Without members (a writer of no group) every contract is read
+// throughout.
+func rescanSegments(contracts []common.Address, members []payments.Member, from, to int64) []segment {
+	liveFrom := map[string]int64{}
+	for _, m := range members {
+		if !m.Removed {
+			liveFrom[m.Contract] = m.LiveFrom
+		}
+	}
+	starts := []int64{from}
+	for _, c := range contracts {
+		if lf, ok := liveFrom[lowerHex(c)]; ok && lf > from && lf <= to {
+			starts = append(starts, lf)
+		}
+	}
+	slices.Sort(starts)
+	starts = slices.Compact(starts)
+	var out []segment
+	for i, s := range starts {
+		end := to
+		if i+1 < len(starts) {
+			end = starts[i+1] - 1
+		}
+		seg := segment{from: s, to: end}
+		for _, c := range contracts {
+			if lf, ok := liveFrom[lowerHex(c)]; !ok || lf <= s {
+				seg.contracts = append(seg.contracts, c)
+			}
+		}
+		out = append(out, seg)
+	}
+	return out
 }

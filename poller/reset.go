@@ -97,6 +97,9 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 		return ResetResult{}, err
 	}
 	defer t.Rollback()
+	if err := t.use(); err != nil {
+		return ResetResult{}, err
+	}
 	tctx, cancel := context.WithTimeout(ctx, work.TxTimeout)
 	defer cancel()
 	if err := t.tx.SetLimits(tctx, work); err != nil {
@@ -113,7 +116,7 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 	if opts.MarkOrphaned {
 		// A writer may have recorded blocks since the first read: their
 		// hashes too, with the contract's writers held off meanwhile.
-		if err := t.tx.LockWriters(tctx, w.cfg.ChainID, w.contracts()); err != nil {
+		if err := t.lockWriters(tctx); err != nil {
 			return ResetResult{}, err
 		}
 		blocks, err := t.tx.PaymentBlocksAbove(tctx, w.cfg.ChainID, w.contracts(), to)
@@ -134,7 +137,7 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 		// A payment of a dropped branch is retracted like a burn seen
 		// at the head: consumers learn of it by the same events.
 		for _, r := range res.Orphaned {
-			t.events = append(t.events, payments.EventFor(payments.KindRetracted, r.Payment, 0))
+			t.retract(r.Payment, "")
 		}
 	}
 	if err := t.tx.MoveCursor(tctx, id, cur.Block, to, hash); err != nil {

@@ -2,10 +2,15 @@ package poller_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
@@ -155,22 +160,37 @@ func TestResetMarksTheOrphanedBranch(t *testing.T) {
 func TestBackfillIDFitsACursorID(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("g", 200)
+	a1 := common.HexToAddress("0x00000000000000000000000000000000000000a1")
+	b2 := common.HexToAddress("0x00000000000000000000000000000000000000b2")
+	one := []common.Address{a1}
 	tests := []struct {
 		name, group, to string
+		contracts       []common.Address
 		from            uint64
 		want            string
 	}{
-		{"short", "1337:0xabc", "90", 10, "backfill:1337:0xabc:10-90"},
-		{"finalized", "g", "finalized", 0, "backfill:g:0-finalized"},
+		{"the default group of one contract", "1337:0x00000000000000000000000000000000000000a1", "90", one, 10,
+			"backfill:1337:0x00000000000000000000000000000000000000a1:10-90"},
+		{"finalized", "1337:0x00000000000000000000000000000000000000a1", "finalized", one, 0,
+			"backfill:1337:0x00000000000000000000000000000000000000a1:0-finalized"},
+		// Another contract set is another backfill, whatever the order.
+		{"two contracts", "1337:0x00000000000000000000000000000000000000a1", "90", []common.Address{a1, b2}, 10,
+			"backfill:1337:0x00000000000000000000000000000000000000a1+" + contractsTag(a1, b2) + ":10-90"},
+		{"the same two, listed the other way", "1337:0x00000000000000000000000000000000000000a1", "90", []common.Address{b2, a1}, 10,
+			"backfill:1337:0x00000000000000000000000000000000000000a1+" + contractsTag(a1, b2) + ":10-90"},
+		{"a named group", "g", "90", one, 10, "backfill:g+" + contractsTag(a1) + ":10-90"},
 	}
 	for _, tt := range tests {
-		if got := poller.BackfillID(tt.group, tt.from, tt.to); got != tt.want {
+		if got := poller.BackfillID(tt.group, tt.contracts, tt.from, tt.to); got != tt.want {
 			t.Errorf("%s: BackfillID = %q, want %q", tt.name, got, tt.want)
 		}
 	}
-	a := poller.BackfillID(long, 10, "90")
-	b := poller.BackfillID(long, 10, "91")
-	if len(a) > 200 || len(b) > 200 || a == b || a != poller.BackfillID(long, 10, "90") {
+	if poller.BackfillID("g", one, 10, "90") == poller.BackfillID("g", []common.Address{b2}, 10, "90") {
+		t.Fatal("two contracts of one named group share a backfill id")
+	}
+	a := poller.BackfillID(long, one, 10, "90")
+	b := poller.BackfillID(long, one, 10, "91")
+	if len(a) > 200 || len(b) > 200 || a == b || a != poller.BackfillID(long, one, 10, "90") {
 		t.Fatalf("long ids %q (%d) and %q (%d): want distinct, stable, at most 200 characters", a, len(a), b, len(b))
 	}
 	// And the ledger accepts it: a backfill with a long group id works.
@@ -256,4 +276,16 @@ func TestResetToTheCursorBlockClearsALedgerViolation(t *testing.T) {
 	if len(rows) != 2 || !rows[0].Orphaned || rows[1].Orphaned || rows[1].TxHash != fresh.TxHash.Hex() {
 		t.Fatalf("ledger = %+v, want the orphaned row at 15 and the new branch's at 16", rows)
 	}
+}
+
+// contractsTag is the hash BackfillID gives a contract set: 8 hex digits
+// of the sha256 of the sorted, comma-joined lowercase addresses.
+func contractsTag(cs ...common.Address) string {
+	set := make([]string, len(cs))
+	for i, c := range cs {
+		set[i] = strings.ToLower(c.Hex())
+	}
+	slices.Sort(set)
+	sum := sha256.Sum256([]byte(strings.Join(set, ",")))
+	return hex.EncodeToString(sum[:4])
 }

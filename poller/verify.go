@@ -76,6 +76,8 @@ type key struct {
 type VerifierNode interface {
 	Target(ctx context.Context) (chain.Target, error)
 	BurnRange(ctx context.Context, contracts []common.Address, from, maxTo uint64) (chain.Range, error)
+	// Span is how many blocks the next range should ask for.
+	Span() uint64
 }
 
 // Verifier compares the chain's burns with the ledger. It only reads: it
@@ -93,7 +95,8 @@ func NewVerifier(store *payments.Store, node VerifierNode, chainID uint64, contr
 }
 
 // Verify re-reads the burns of blocks [from, to] from the chain, chunk
-// blocks at a time (at most), and compares them with the payments table:
+// blocks at a time (at most), as writers read them (each range continuing
+// the one before), and compares them with the payments table:
 // burns with no payment, payments with no burn on the canonical chain, and
 // payments whose amount, payer, digest, block number or block hash differ.
 // Each key is reported once, whichever chunks its two sides fall in. to = -1
@@ -116,15 +119,17 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 	// finds their burn under another block.
 	explained := map[key]bool{}
 	var unexplained []payments.Recorded
-	for next := from; next <= to; {
-		r, err := v.node.BurnRange(ctx, v.contracts, uint64(next), uint64(min(to, next+int64(chunk)-1)))
+	// The ledger vouches for no block here: only the ranges' continuity
+	// with each other is checked.
+	ranges := newRangeReader(ctx, v.node, chunk, nil, readSpec{contracts: v.contracts, from: from, to: to,
+		ledger: payments.Cursor{Block: -2}})
+	defer ranges.Stop()
+	for !ranges.Done() {
+		r, err := ranges.Next()
 		if err != nil {
-			return rep, fmt.Errorf("reading burns from block %d: %w", next, err)
+			return rep, fmt.Errorf("reading burns: %w", err)
 		}
-		end := int64(r.To.Number)
-		if err := checkSpan(r, next, to); err != nil {
-			return rep, err
-		}
+		next, end := int64(r.From.Number), int64(r.To.Number)
 		onChain, err := toPayments(v.chainID, r.Burns)
 		if err != nil {
 			return rep, err
@@ -182,7 +187,6 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 				unexplained = append(unexplained, rec)
 			}
 		}
-		next = end + 1
 	}
 	for _, rec := range unexplained {
 		if !explained[key{rec.TxHash, rec.LogIndex}] {

@@ -60,6 +60,10 @@ type WriterConfig struct {
 // GroupConfig names a live group's cursor and its contracts' first blocks.
 type GroupConfig struct {
 	CursorID string
+	// DefaultID says CursorID is the default one (<chain id>:<first
+	// contract>), not CURSOR_ID: start-up finds the group by its recorded
+	// contracts instead (see ResolveGroup).
+	DefaultID bool
 	// FirstBlocks are the first blocks of Contracts, in the same order.
 	FirstBlocks []uint64
 	// AllowRemoval lets this writer stop the group following a contract
@@ -103,17 +107,23 @@ func (w *Writer) BatchBudget() time.Duration {
 // free the lock of a holder that stopped responding. It reads top to bottom:
 // begin, lock, check continuity, fetch, validate, record, notify, advance,
 // commit.
+//
+// Its state changes only through its own methods: use (one operation per
+// transaction), lockWriters, addEvents and retract.
 type RangeTx struct {
 	w    *Writer
 	tx   *payments.Tx
 	cur  payments.Cursor
 	note payments.Notification
+	// members are the group's contracts as the transaction found them
+	// (nil for a writer of no group: a backfill).
+	members []payments.Member
 	// events are the lifecycle events gathered and not yet recorded (one
 	// range's at most), in order.
 	events []payments.Event
 	totals Totals
 	used   bool
-	// writing is set once the transaction holds the contract's writer lock.
+	// writing is set once the transaction holds the contracts' writer lock.
 	writing bool
 }
 
@@ -168,8 +178,9 @@ func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Lim
 		tx.Rollback()
 		return nil, err
 	}
+	t := &RangeTx{w: w, tx: tx, cur: cur, totals: Totals{From: cur.Block + 1, To: cur.Block}}
 	if g := w.cfg.Group; g != nil && checkHook && id == g.CursorID {
-		if err := w.syncMembers(ctx, tx, cur); err != nil {
+		if err := t.syncMembers(ctx); err != nil {
 			tx.Rollback()
 			return nil, err
 		}
@@ -180,20 +191,42 @@ func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Lim
 			return nil, err
 		}
 	}
-	return &RangeTx{w: w, tx: tx, cur: cur, totals: Totals{From: cur.Block + 1, To: cur.Block}}, nil
+	return t, nil
 }
+
+// removedReason is the reason of the retracted events of a contract's
+// pending burns when its group stops following it.
+const removedReason = "contract no longer followed by its group"
 
 // syncMembers keeps the group's recorded contracts in step with the
 // writer's, under the cursor's lock; MemberBackfiller reads the history of
-// those added.
-func (w *Writer) syncMembers(ctx context.Context, tx *payments.Tx, cur payments.Cursor) error {
-	g := w.cfg.Group
+// those added. The burns seen at the head for a contract the group stops
+// following, and no other group follows, are retracted in the same
+// transaction: nobody would ever confirm or retract them otherwise.
+func (t *RangeTx) syncMembers(ctx context.Context) error {
+	w, g := t.w, t.w.cfg.Group
 	want := make([]payments.MemberSpec, len(w.cfg.Contracts))
 	for i, c := range w.cfg.Contracts {
 		want[i] = payments.MemberSpec{Contract: lowerHex(c), FirstBlock: int64(g.FirstBlocks[i])}
 	}
-	_, err := tx.SyncMembers(ctx, cur, w.cfg.ChainID, want, g.AllowRemoval)
-	return err
+	members, removed, err := t.tx.SyncMembers(ctx, t.cur, w.cfg.ChainID, want, g.AllowRemoval)
+	if err != nil {
+		return err
+	}
+	t.members = members
+	if len(removed) == 0 {
+		return nil
+	}
+	taken, err := t.tx.TakeUnfollowedPending(ctx, t.cur.ID, w.cfg.ChainID, removed)
+	if err != nil {
+		return err
+	}
+	for _, p := range taken {
+		t.retract(p.Payment, removedReason)
+	}
+	w.log.Warn("the group stopped following contracts; their burns seen at the head are retracted",
+		slog.Any("contracts", removed), slog.Int("retracted", len(taken)))
+	return nil
 }
 
 // hashOf is block n's canonical hash, from the node.
@@ -247,6 +280,43 @@ func (t *RangeTx) Commit(ctx context.Context) (Totals, error) {
 	return t.totals, nil
 }
 
+// use claims the transaction's one operation (Advance, Rescan, a head
+// tracking pass or a reset): a cursor moved twice in one transaction would
+// be checked against a stale hash.
+func (t *RangeTx) use() error {
+	if t.used {
+		return errUsed
+	}
+	t.used = true
+	return nil
+}
+
+// lockWriters waits, at most LOCK_WAIT, until no other writer of the
+// group's contracts records, and keeps them off until the transaction ends
+// (once per transaction): writers of a contract (the live loop, a backfill)
+// then see each other's committed rows.
+func (t *RangeTx) lockWriters(ctx context.Context) error {
+	if t.writing {
+		return nil
+	}
+	if err := t.tx.LockWriters(ctx, t.w.cfg.ChainID, t.w.contracts()); err != nil {
+		return err
+	}
+	t.writing = true
+	return nil
+}
+
+// addEvents gathers events to record with the transaction.
+func (t *RangeTx) addEvents(evs ...payments.Event) { t.events = append(t.events, evs...) }
+
+// retract gathers the retracted event of burn p; reason says why when the
+// chain did not cause it ("" when it did).
+func (t *RangeTx) retract(p payments.Payment, reason string) {
+	e := payments.EventFor(payments.KindRetracted, p, 0)
+	e.Reason = reason
+	t.events = append(t.events, e)
+}
+
 // flushEvents stages the events gathered so far (a range's), so that a
 // transaction holds at most one range's events in memory; they are
 // numbered when it commits.
@@ -288,22 +358,19 @@ func (t *RangeTx) PolledAge(ctx context.Context) (time.Duration, bool, error) {
 // Rollback ends the transaction without writing; it is safe after Commit.
 func (t *RangeTx) Rollback() { t.tx.Rollback() }
 
-// errUsed guards the one-operation-per-transaction rule: a cursor moved
-// twice in one transaction would be checked against a stale hash.
+// errUsed guards the one-operation-per-transaction rule.
 var errUsed = errors.New("range transaction already used")
 
 // Advance records the blocks after the cursor up to block to: range after
-// range, in chain order, with the next ranges fetched while the current one
-// is recorded (see prefetcher), until it reaches to or budget runs out; then
-// it moves the cursor to the end of the last range recorded. The first range
-// must continue the cursor's block (its parent hash is the cursor's hash),
-// else the chain no longer holds what was committed: a *ViolationError, and
-// nothing is written; each later one must continue the one before.
+// range, in chain order, as the reader hands them over (with the next
+// ranges fetched while the current one is recorded), until it reaches to or
+// budget runs out; then it moves the cursor to the end of the last range
+// recorded. The reader's continuity rule holds: the first range continues
+// the cursor's block, else a *ViolationError and nothing is written.
 func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (Totals, error) {
-	if t.used {
-		return Totals{}, errUsed
+	if err := t.use(); err != nil {
+		return Totals{}, err
 	}
-	t.used = true
 	cur := t.cur
 	if to <= cur.Block {
 		return t.totals, nil
@@ -312,26 +379,16 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 		t.hintDensity(ctx)
 	}
 	deadline := time.Now().Add(budget)
-	ranges := t.w.newPrefetcher(ctx, cur.Block+1, to, deadline)
+	ranges := t.w.read(ctx, readSpec{contracts: t.w.cfg.Contracts, from: cur.Block + 1, to: to, ledger: cur, deadline: deadline})
 	defer ranges.Stop()
-	end, hash := cur.Block, cur.Hash
+	end := cur.Block
 	for {
 		r, err := ranges.Next()
 		if err != nil {
 			return Totals{}, err
 		}
-		last := int64(r.To.Number)
-		if end == cur.Block && hash != "" && hashHex(r.From.ParentHash) != hash {
-			return Totals{}, &ViolationError{Cursor: cur, Block: cur.Block, Committed: cur.Hash,
-				ChainHash: hashHex(r.From.ParentHash), SeenAt: r.From.Number}
-		}
-		if end > cur.Block {
-			if err := checkContinues(r, hash); err != nil {
-				return Totals{}, err
-			}
-		}
 		start := time.Now()
-		got, err := t.record(ctx, r)
+		got, err := t.record(ctx, r, t.w.contracts())
 		if err != nil {
 			return Totals{}, err
 		}
@@ -340,12 +397,12 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 		t.totals.Rejected += got.rejected
 		t.totals.Inserted += got.inserted
 		t.totals.Duplicates += got.duplicates
-		end, hash = last, hashHex(r.To.Hash)
-		if last >= to || (!time.Now().Before(deadline) && !ranges.Ready()) {
+		end = int64(r.To.Number)
+		if end >= to || (!time.Now().Before(deadline) && !ranges.Ready()) {
 			break
 		}
 	}
-	if err := t.tx.MoveCursor(ctx, cur.ID, cur.Block, end, hash); err != nil {
+	if err := t.tx.MoveCursor(ctx, cur.ID, cur.Block, end, ranges.End()); err != nil {
 		return Totals{}, err
 	}
 	t.totals.To = end
@@ -361,27 +418,17 @@ func checkSpan(r chain.Range, from, maxTo int64) error {
 	return nil
 }
 
-// checkContinues returns a bad reply unless r's first block is the child of
-// the block whose hash, prev, the node gave a moment ago in this transaction
-// ("" skips the check): the node changed its chain between two of our reads.
-func checkContinues(r chain.Range, prev string) error {
-	if prev != "" && hashHex(r.From.ParentHash) != prev {
-		return fmt.Errorf("%w: block %d's parent is %s, but block %d was %s a moment ago",
-			chain.ErrBadReply, r.From.Number, hashHex(r.From.ParentHash), r.From.Number-1, prev)
-	}
-	return nil
-}
-
 // recorded is what recording one range did.
 type recorded struct {
 	logs, rejected       int
 	inserted, duplicates int64
 }
 
-// record checks the ledger's rows of r's blocks against the canonical chain,
-// then inserts r's payments and rejected logs and runs the payment hook for
-// the new payments, inside the transaction.
-func (t *RangeTx) record(ctx context.Context, r chain.Range) (recorded, error) {
+// record checks the ledger's rows of contracts in r's blocks against the
+// canonical chain, then inserts r's payments and rejected logs and runs the
+// payment hook for the new payments, inside the transaction. r holds the
+// burns of contracts, and of no other.
+func (t *RangeTx) record(ctx context.Context, r chain.Range, contracts []string) (recorded, error) {
 	ps, err := toPayments(t.w.cfg.ChainID, r.Burns)
 	if err != nil {
 		return recorded{}, err
@@ -389,20 +436,17 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range) (recorded, error) {
 	// One writer of a contract records at a time, so that the check below
 	// sees what another writer (a backfill beside the live loop) committed
 	// for the same blocks; it waits at most LOCK_WAIT.
-	if !t.writing {
-		if err := t.tx.LockWriters(ctx, t.w.cfg.ChainID, t.w.contracts()); err != nil {
-			return recorded{}, err
-		}
-		t.writing = true
+	if err := t.lockWriters(ctx); err != nil {
+		return recorded{}, err
 	}
-	if err := t.checkLedger(ctx, r, ps); err != nil {
+	if err := t.checkLedger(ctx, r, ps, contracts); err != nil {
 		return recorded{}, err
 	}
 	// The burns seen at the head that these blocks settle leave
 	// pending_payments here: those the chain holds where they were seen
 	// become payments (their confirmed events below say so), the others are
 	// retracted.
-	if err := t.settlePending(ctx, r, ps); err != nil {
+	if err := t.settlePending(ctx, r, ps, contracts); err != nil {
 		return recorded{}, err
 	}
 	if len(r.Rejected) > 0 {
@@ -440,8 +484,8 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range) (recorded, error) {
 
 // settlePending removes the pending rows of r's blocks and of r's burns and
 // retracts those whose position (block hash) r does not hold.
-func (t *RangeTx) settlePending(ctx context.Context, r chain.Range, ps []payments.Payment) error {
-	taken, err := t.tx.TakePending(ctx, t.w.cfg.ChainID, t.w.contracts(), int64(r.From.Number), int64(r.To.Number), ps)
+func (t *RangeTx) settlePending(ctx context.Context, r chain.Range, ps []payments.Payment, contracts []string) error {
+	taken, err := t.tx.TakePending(ctx, t.w.cfg.ChainID, contracts, int64(r.From.Number), int64(r.To.Number), ps)
 	if err != nil {
 		return err
 	}
@@ -454,7 +498,7 @@ func (t *RangeTx) settlePending(ctx context.Context, r chain.Range, ps []payment
 	}
 	for _, p := range taken {
 		if !onChain[payments.KeyOf(p.TxHash, p.LogIndex)+"@"+p.BlockHash] {
-			t.events = append(t.events, payments.EventFor(payments.KindRetracted, p.Payment, 0))
+			t.retract(p.Payment, "")
 		}
 	}
 	return nil
@@ -468,7 +512,7 @@ func (t *RangeTx) settlePending(ctx context.Context, r chain.Range, ps []payment
 // standing as if canonical. A row whose block is still canonical but that r
 // contradicts (a key r lacks, other values, the transaction elsewhere) means
 // the node's answer is wrong, not the chain: a bad reply, retried elsewhere.
-func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.Payment) error {
+func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.Payment, contracts []string) error {
 	txs := make([]string, 0, len(ps))
 	canonical := make(map[ledgerKey]*payments.Payment, len(ps))
 	byTx := make(map[string]*payments.Payment, len(ps))
@@ -480,7 +524,7 @@ func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.
 			txs = append(txs, p.TxHash)
 		}
 	}
-	rows, err := t.tx.LedgerRows(ctx, t.w.cfg.ChainID, t.w.contracts(), int64(r.From.Number), int64(r.To.Number), txs)
+	rows, err := t.tx.LedgerRows(ctx, t.w.cfg.ChainID, contracts, int64(r.From.Number), int64(r.To.Number), txs)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func TestARowTheChainContradictsIsAViolation(t *testing.T) {
 			if _, err := w.Seed(ctx, h.lcfg.CursorID, 9); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := h.backfill(ctx, poller.BackfillConfig{ID: poller.BackfillID("test", 10, "20"), From: 10, To: 20}); err != nil {
+			if _, err := h.backfill(ctx, poller.BackfillConfig{ID: poller.BackfillID("test", []common.Address{burnContract}, 10, "20"), From: 10, To: 20}); err != nil {
 				t.Fatal(err)
 			}
 			before := h.ledger()
@@ -106,7 +106,7 @@ func TestBackfillChecksContinuity(t *testing.T) {
 		t.Parallel()
 		node := newFakeChain(40)
 		h := newHarness(t, node)
-		id := poller.BackfillID("test", 10, "30")
+		id := poller.BackfillID("test", []common.Address{burnContract}, 10, "30")
 		if _, err := h.writer().Seed(ctx, id, 9); err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestBackfillChecksContinuity(t *testing.T) {
 		t.Parallel()
 		node := newFakeChain(40)
 		h := newHarness(t, node)
-		cfg := poller.BackfillConfig{ID: poller.BackfillID("test", 10, "30"), From: 10, To: 30, Chunk: 5}
+		cfg := poller.BackfillConfig{ID: poller.BackfillID("test", []common.Address{burnContract}, 10, "30"), From: 10, To: 30, Chunk: 5}
 		ctx, cancel := context.WithCancel(ctx)
 		node.hook = func(_ context.Context, from, _ uint64) {
 			if from == 15 {
@@ -216,7 +216,7 @@ func TestWritersOfAContractRecordOneAtATime(t *testing.T) {
 	h.creditEachPayment()
 	h.wcfg.LockWait = time.Minute // the live writer waits as long as the backfill holds on
 	w := h.writer()
-	backfill := poller.BackfillID("test", 10, "20")
+	backfill := poller.BackfillID("test", []common.Address{burnContract}, 10, "20")
 	for _, id := range []string{h.lcfg.CursorID, backfill} {
 		if _, err := w.Seed(ctx, id, 9); err != nil {
 			t.Fatal(err)

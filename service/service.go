@@ -150,8 +150,16 @@ func (s *Service) run(ctx context.Context) error {
 		}
 		return fmt.Errorf("start-up: %w", err)
 	}
-	w := poller.NewWriter(Writer(s.cfg.Writer, hook, s.cfg.Prep.HookSQL), s.deps.Store, s.deps.Nodes, s.metrics, s.log)
-	lc := s.cfg.Loop
+	wcfg, lc := Writer(s.cfg.Writer, hook, s.cfg.Prep.HookSQL), s.cfg.Loop
+	if g := wcfg.Group; g != nil && g.DefaultID {
+		id, err := s.resolveGroup(ctx, *g)
+		if err != nil {
+			return err
+		}
+		group := *g
+		group.CursorID, wcfg.Group, lc.CursorID = id, &group, id
+	}
+	w := poller.NewWriter(wcfg, s.deps.Store, s.deps.Nodes, s.metrics, s.log)
 	lc.DrainTimeout = s.cfg.ShutdownTimeout - s.drainReserve()
 	if s.cfg.HeadsURL != "" {
 		wake := make(chan struct{}, 1)
@@ -191,6 +199,34 @@ func (s *Service) run(ctx context.Context) error {
 	}
 	s.log.Info("poller stopped")
 	return nil
+}
+
+// resolveGroup finds the group of a replica without CURSOR_ID by its
+// recorded contracts, retrying while the database does not answer.
+func (s *Service) resolveGroup(ctx context.Context, g poller.GroupConfig) (string, error) {
+	b := StartupBackoff()
+	for {
+		s.beat.Beat()
+		id, err := poller.ResolveGroup(ctx, s.deps.Store, s.cfg.Writer.ChainID, s.cfg.Writer.Contracts, g.CursorID)
+		switch {
+		case err == nil:
+			if id != g.CursorID {
+				s.log.Info("the group is found by its recorded contracts; it keeps its cursor id",
+					slog.String("cursor_id", id), slog.String("default_cursor_id", g.CursorID))
+			}
+			return id, nil
+		case errors.Is(err, poller.ErrGroupAmbiguous):
+			return "", fmt.Errorf("start-up: %w: %w", ErrRefused, err)
+		case ctx.Err() != nil:
+			return "", nil
+		}
+		s.log.Warn("finding the group failed; retrying", slog.Any("err", err))
+		select {
+		case <-ctx.Done():
+			return "", nil
+		case <-time.After(b.NextBackOff()):
+		}
+	}
 }
 
 // Stop ends the work: a lock wait at once, an in-flight transaction within

@@ -115,7 +115,7 @@ func cmdBackfill(args []string, stdout, stderr io.Writer) int {
 	wcfg.IgnoreGroupHook = *ignoreHook
 	w := poller.NewWriter(wcfg, pt.store, pt.nodes, pt.metrics, log)
 
-	id := poller.BackfillID(c.cfg.cursorID(), *from, to.String())
+	id := poller.BackfillID(c.cfg.cursorID(), wcfg.Contracts, *from, to.String())
 	rep := newReporter(stderr, log)
 	prog, err := poller.Backfill(ctx, w, poller.BackfillConfig{
 		ID: id, From: *from, To: to.n, Chunk: *chunk, Restart: *restart, Progress: rep.update,

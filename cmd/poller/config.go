@@ -354,9 +354,11 @@ func (c *Config) cursorID() string {
 	if c.CursorID != "" {
 		return c.CursorID
 	}
-	first, _, _ := strings.Cut(c.BurnContract, ",")
-	first, _, _ = strings.Cut(first, "@")
-	return fmt.Sprintf("%d:%s", c.ChainID, strings.ToLower(strings.TrimSpace(first)))
+	cs, err := poller.ParseContracts(c.BurnContract, checkAddress)
+	if err != nil {
+		return "" // not validated: no group
+	}
+	return fmt.Sprintf("%d:%s", c.ChainID, strings.ToLower(cs[0].Address.Hex()))
 }
 
 // contracts are BURN_CONTRACT's contracts; call only after validation.

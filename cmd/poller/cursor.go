@@ -59,6 +59,12 @@ func showCursors(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpoo
 	}
 	// With the group configured, show its cursor alone.
 	if id := cursorIDIfConfigured(cfg); id != "" {
+		if cfg.CursorID == "" {
+			if id, err = poller.ResolveGroup(ctx, payments.NewStore(pool), cfg.ChainID, poller.Addresses(cfg.contracts()), id); err != nil {
+				log.Error("finding the group", slog.Any("err", err))
+				return exitFailure
+			}
+		}
 		var mine []payments.Cursor
 		for _, c := range cursors {
 			if c.ID == id {
@@ -166,6 +172,11 @@ func resetCursor(c *command, to int64, opts poller.ResetOptions, reason string, 
 		return err
 	}
 	id := c.cfg.cursorID()
+	if c.cfg.CursorID == "" {
+		if id, err = poller.ResolveGroup(ctx, pt.store, c.cfg.ChainID, poller.Addresses(c.cfg.contracts()), id); err != nil {
+			return err
+		}
+	}
 	w := poller.NewWriter(c.writerConfig(), pt.store, pt.nodes, nil, log)
 	res, err := w.Reset(ctx, id, to, opts)
 	if err != nil {

@@ -117,7 +117,7 @@ func (c *command) writerConfig() poller.WriterConfig {
 // groupConfig is the live group's cursor and its contracts' first blocks.
 func (c *command) groupConfig() *poller.GroupConfig {
 	cs := c.cfg.contracts()
-	g := &poller.GroupConfig{CursorID: c.cfg.cursorID(), AllowRemoval: c.cfg.AllowContractRemoval}
+	g := &poller.GroupConfig{CursorID: c.cfg.cursorID(), DefaultID: c.cfg.CursorID == "", AllowRemoval: c.cfg.AllowContractRemoval}
 	for _, ct := range cs {
 		g.FirstBlocks = append(g.FirstBlocks, ct.FirstBlock(c.cfg.StartBlock))
 	}

@@ -20,6 +20,21 @@
 -- loses nothing of them, and they cost no WAL. Other sessions never see a
 -- row of them: each transaction reads and deletes its own.
 
+-- An event id names one occurrence of a step: the first time a burn takes
+-- a step (kind) at a position (block hash), its id is
+-- <chain_id>:<tx_hash>:<log_index>:<kind>:<block_hash>, as before; the
+-- n-th time (a burn seen again at a block the chain came back to, a
+-- payment confirmed again after an orphaning), the same followed by :<n>.
+-- n is counted inside COMMIT from what payment_events holds, so the same
+-- occurrence recorded again after an asynchronous failover lost it (the
+-- standby's log is a prefix of the lost one) gets the same id.
+
+-- Why an event was recorded, when it is not the chain's doing (a retracted
+-- of a contract the group stopped following); null otherwise. A nullable
+-- column without a default changes only the catalog.
+SET LOCAL lock_timeout = '10s';
+ALTER TABLE payment_events ADD COLUMN reason text CHECK (length(reason) <= 200);
+
 CREATE UNLOGGED TABLE payment_events_staged (
     -- The event's place among the transaction's events.
     ord          bigint        NOT NULL,
@@ -35,7 +50,8 @@ CREATE UNLOGGED TABLE payment_events_staged (
     digest       text          NOT NULL,
     amount       numeric(78,0) NOT NULL,
     burned_at    timestamptz   NOT NULL,
-    payment_id   bigint
+    payment_id   bigint,
+    reason       text
 );
 
 COMMENT ON TABLE payment_events_staged IS 'Events written by a transaction and not numbered yet; moved into payment_events inside its COMMIT. Always empty to other sessions.';
@@ -52,9 +68,12 @@ COMMENT ON TABLE ledger_commits IS 'One row per writing transaction, consumed in
 CREATE FUNCTION burnpoller_commit_ledger() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-    head  record;
-    last  bigint;
-    moved bigint;
+    head      record;
+    again     record;
+    last      bigint;
+    moved     bigint;
+    nth       integer;
+    candidate text;
 BEGIN
     -- The counter may be held by a writer of an older binary for a whole
     -- transaction: wait for it as that writer would have, within the
@@ -73,22 +92,33 @@ BEGIN
         RETURN NULL;
     END IF;
     SELECT last_seq INTO last FROM payment_event_seq FOR UPDATE;
-    -- Holding the counter, this transaction alone numbers events: an
-    -- event_id recorded already (the same step recorded again) is skipped
-    -- without using a seq, and so is the second of two equal ones.
+    -- Holding the counter, this transaction alone numbers events. A staged
+    -- id already recorded, or staged earlier by this transaction, is a
+    -- later occurrence of that step: it takes the first free :<n>, n from 2.
+    FOR again IN
+        SELECT s.row, s.event_id FROM (
+            SELECT ctid AS row, event_id, ord, row_number() OVER (PARTITION BY event_id ORDER BY ord) AS rank
+            FROM payment_events_staged) s
+        WHERE s.rank > 1 OR EXISTS (SELECT 1 FROM payment_events e WHERE e.event_id = s.event_id)
+        ORDER BY s.ord
+    LOOP
+        nth := 2;
+        LOOP
+            candidate := again.event_id || ':' || nth;
+            EXIT WHEN NOT EXISTS (SELECT 1 FROM payment_events WHERE event_id = candidate)
+                  AND NOT EXISTS (SELECT 1 FROM payment_events_staged WHERE event_id = candidate);
+            nth := nth + 1;
+        END LOOP;
+        UPDATE payment_events_staged SET event_id = candidate WHERE ctid = again.row;
+    END LOOP;
     WITH staged AS (
         DELETE FROM payment_events_staged RETURNING *
-    ), fresh AS (
-        SELECT DISTINCT ON (s.event_id) s.*
-        FROM staged s
-        WHERE NOT EXISTS (SELECT 1 FROM payment_events e WHERE e.event_id = s.event_id)
-        ORDER BY s.event_id, s.ord
     ), ins AS (
         INSERT INTO payment_events (seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
-                                    block_hash, payer, digest, amount, burned_at, payment_id)
-        SELECT last + row_number() OVER (ORDER BY f.ord), f.event_id, f.kind, f.chain_id, f.contract, f.tx_hash,
-               f.log_index, f.block_number, f.block_hash, f.payer, f.digest, f.amount, f.burned_at, f.payment_id
-        FROM fresh f
+                                    block_hash, payer, digest, amount, burned_at, payment_id, reason)
+        SELECT last + row_number() OVER (ORDER BY s.ord), s.event_id, s.kind, s.chain_id, s.contract, s.tx_hash,
+               s.log_index, s.block_number, s.block_hash, s.payer, s.digest, s.amount, s.burned_at, s.payment_id, s.reason
+        FROM staged s
         RETURNING 1
     )
     SELECT count(*) INTO moved FROM ins;
@@ -99,7 +129,7 @@ BEGIN
     RETURN NULL;
 END $$;
 
-COMMENT ON FUNCTION burnpoller_commit_ledger() IS 'Inside COMMIT: numbers the transaction''s staged events after payment_event_seq, moves them into payment_events, records its chain head, notifies burnpoller_events.';
+COMMENT ON FUNCTION burnpoller_commit_ledger() IS 'Inside COMMIT: names each staged event''s occurrence, numbers the transaction''s staged events after payment_event_seq, moves them into payment_events, records its chain head, notifies burnpoller_events.';
 
 CREATE CONSTRAINT TRIGGER ledger_commits_at_commit
     AFTER INSERT ON ledger_commits
@@ -130,4 +160,5 @@ DROP TRIGGER ledger_commits_at_commit ON ledger_commits;
 DROP FUNCTION burnpoller_commit_ledger();
 DROP TABLE ledger_commits;
 DROP TABLE payment_events_staged;
+ALTER TABLE payment_events DROP COLUMN reason;
 COMMENT ON TABLE payment_event_seq IS 'The last payment_events.seq given out; its row lock orders writers by commit.';

@@ -1,0 +1,110 @@
+package poller
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/payments"
+)
+
+// readSpec is one read of blocks [from, to]: what to read, and what the
+// ledger holds that the chain read must agree with.
+type readSpec struct {
+	contracts []common.Address
+	from, to  int64
+	// ledger is the block the ledger vouches for, with its hash (a cursor):
+	// the chain read must hold it. A read starts right after it (the
+	// live loop, head tracking) or ends on it (a rescan). An empty Hash
+	// vouches for nothing (a verify, a cursor seeded without a hash).
+	ledger payments.Cursor
+	// after is the hash of block from-1 as the node gave it a moment ago
+	// in the same transaction ("" when none was read): the first range
+	// must continue it.
+	after string
+	// deadline: no range is planned after it (zero: none).
+	deadline time.Time
+}
+
+// rangeReader reads the burn ranges of a readSpec in chain order, with the
+// ranges after the current one in flight (see prefetcher), and checks each
+// one before handing it over, by one continuity rule for every reader (the
+// live loop and its catch-up, backfills, rescans, head tracking, verify):
+//
+//   - the chain the ranges describe holds the block the ledger vouches for
+//     at the hash the ledger holds: the first range's parent when the read
+//     starts right after that block, the last block of a range that ends
+//     on it. Otherwise the chain no longer holds what was committed: a
+//     *ViolationError.
+//   - each range continues the one before it (and the first one continues
+//     spec.after): otherwise the node changed its chain between two of
+//     this transaction's reads, a bad reply, retried.
+//
+// What a caller does with a range (record it, compare it, keep it pending)
+// is its own.
+type rangeReader struct {
+	p      *prefetcher
+	spec   readSpec
+	prev   string // the hash of the block before the next range, "" unknown
+	next   int64  // the first block of the next range
+	ledger payments.Cursor
+}
+
+// newRangeReader starts reading s from src, ranges of at most maxSpan
+// blocks; memory keeps the window of ranges in flight from one read to the
+// next (nil: none). Stop must be called.
+func newRangeReader(ctx context.Context, src rangeSource, maxSpan uint64, memory *atomic.Int32, s readSpec) *rangeReader {
+	return &rangeReader{
+		p:    newPrefetcher(ctx, src, s.contracts, maxSpan, memory, s.from, s.to, s.deadline),
+		spec: s, prev: s.after, next: s.from, ledger: s.ledger,
+	}
+}
+
+// read starts a writer's read of s, sized and windowed as the writer's
+// reads are.
+func (w *Writer) read(ctx context.Context, s readSpec) *rangeReader {
+	return newRangeReader(ctx, w.node, w.cfg.MaxBlockRange, &w.window, s)
+}
+
+// Done says every block of the read has been handed over.
+func (r *rangeReader) Done() bool { return r.next > r.spec.to }
+
+// Ready says the next range has arrived whole (see prefetcher.Ready).
+func (r *rangeReader) Ready() bool { return r.p.Ready() }
+
+// Recorded tells how long recording the last range, of logs logs, took
+// (see prefetcher.Recorded).
+func (r *rangeReader) Recorded(took time.Duration, logs int) { r.p.Recorded(took, logs) }
+
+// Stop cancels the ranges still in flight and waits for them.
+func (r *rangeReader) Stop() { r.p.Stop() }
+
+// Next returns the next range, checked; it starts where the last one ended.
+func (r *rangeReader) Next() (chain.Range, error) {
+	rg, err := r.p.Next()
+	if err != nil {
+		return chain.Range{}, err
+	}
+	parent, last := hashHex(rg.From.ParentHash), int64(rg.To.Number)
+	led := r.ledger
+	switch {
+	case led.Hash != "" && led.Block == r.next-1 && parent != led.Hash:
+		return chain.Range{}, &ViolationError{Cursor: led, Block: led.Block, Committed: led.Hash,
+			ChainHash: parent, SeenAt: rg.From.Number}
+	case r.prev != "" && parent != r.prev:
+		return chain.Range{}, fmt.Errorf("%w: block %d's parent is %s, but block %d was %s a moment ago",
+			chain.ErrBadReply, rg.From.Number, parent, r.next-1, r.prev)
+	case led.Hash != "" && led.Block == last && hashHex(rg.To.Hash) != led.Hash:
+		return chain.Range{}, &ViolationError{Cursor: led, Block: led.Block, Committed: led.Hash,
+			ChainHash: hashHex(rg.To.Hash), SeenAt: rg.To.Number}
+	}
+	r.prev, r.next = hashHex(rg.To.Hash), last+1
+	return rg, nil
+}
+
+// End is the hash of the last block handed over ("" before the first).
+func (r *rangeReader) End() string { return r.prev }
