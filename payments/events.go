@@ -112,8 +112,34 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-const eventColumns = `seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number, block_hash,
+// EventColumns are the columns of payment_events ScanEvent reads, in its
+// order: the one way an event is read, here and by consumers.
+const EventColumns = `seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number, block_hash,
 	payer, digest, amount::text, burned_at, coalesce(payment_id, 0), created_at, coalesce(reason, '')`
+
+const eventColumns = EventColumns
+
+// ScanEvent reads one row that selected EventColumns, then any extra
+// columns into extra.
+func ScanEvent(row pgx.Row, extra ...any) (Event, error) {
+	var (
+		e       Event
+		chainID int64
+		amount  string
+	)
+	dest := append([]any{&e.Seq, &e.EventID, &e.Kind, &chainID, &e.Contract, &e.TxHash, &e.LogIndex, &e.BlockNumber,
+		&e.BlockHash, &e.Payer, &e.Digest, &amount, &e.BurnedAt, &e.PaymentID, &e.CreatedAt, &e.Reason}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return Event{}, fmt.Errorf("reading events: %w", interpret(err))
+	}
+	e.ChainID = uint64(chainID)
+	a, ok := new(big.Int).SetString(amount, 10)
+	if !ok {
+		return Event{}, fmt.Errorf("reading events: amount %q of event %d is not an integer", amount, e.Seq)
+	}
+	e.Amount = a
+	return e, nil
+}
 
 // Events reads up to limit events with seq above after, in seq order.
 // Repeating it from the last seq read never misses an event: seqs are
@@ -150,21 +176,10 @@ func scanEvents(rows pgx.Rows) ([]Event, error) {
 	defer rows.Close()
 	var out []Event
 	for rows.Next() {
-		var (
-			e       Event
-			chainID int64
-			amount  string
-		)
-		if err := rows.Scan(&e.Seq, &e.EventID, &e.Kind, &chainID, &e.Contract, &e.TxHash, &e.LogIndex, &e.BlockNumber,
-			&e.BlockHash, &e.Payer, &e.Digest, &amount, &e.BurnedAt, &e.PaymentID, &e.CreatedAt, &e.Reason); err != nil {
-			return nil, fmt.Errorf("reading events: %w", interpret(err))
+		e, err := ScanEvent(rows)
+		if err != nil {
+			return nil, err
 		}
-		e.ChainID = uint64(chainID)
-		a, ok := new(big.Int).SetString(amount, 10)
-		if !ok {
-			return nil, fmt.Errorf("reading events: amount %q of event %d is not an integer", amount, e.Seq)
-		}
-		e.Amount = a
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -1,0 +1,148 @@
+// Package consume hands burnpoller's payment events (the payment_events
+// table) to a service's code in seq order, keeping the service's offset in
+// Postgres under a name (consumer_offsets, migration 11). The service
+// writes no code of its own for offsets, LISTEN, retries or shutdown.
+//
+// # Exactly once: Run
+//
+// Run calls the Handler with the transaction that also moves the offset
+// past the event, so what the handler writes with it commits together with
+// the offset or not at all. A service whose ledger is in the same database
+// thereby credits each payment exactly once, across crashes, retries,
+// restarts and replicas:
+//
+//	credit := func(ctx context.Context, tx pgx.Tx, e payments.Event) error {
+//		_, err := tx.Exec(ctx, `INSERT INTO balances (payer, amount) VALUES ($1, $2::numeric)
+//			ON CONFLICT (payer) DO UPDATE SET amount = balances.amount + excluded.amount`,
+//			e.Payer, e.Amount.String())
+//		return err
+//	}
+//	err := consume.Run(ctx, pool, "balances", credit, consume.Kinds(payments.KindConfirmed))
+//
+// Credit on confirmed only: a seen burn is not final, and retracted takes
+// back a seen one. The Example shows the whole program.
+//
+// # At least once: RunAtLeastOnce
+//
+// RunAtLeastOnce is for an EventHandler whose effects live elsewhere (an
+// HTTP call, a queue). The offset is stored after the handler returned, so
+// a crash in between hands the same events over again: make the effect
+// idempotent on Event.EventID, which names one occurrence of one step of
+// one burn (the same when the step is recorded again, a different id for
+// a different occurrence). No transaction is open while the handler runs.
+//
+// # Batches, back-pressure, retries, stopping
+//
+// A consumer reads a window of at most BatchSize seqs after its offset,
+// hands over its events one by one, stores the offset, and only then reads
+// the next window: a slow handler slows the consumer and never grows its
+// memory. A batch is bounded by BatchTimeout: Run's transaction gets it as
+// the client's deadline and as the server's statement_timeout and
+// idle_in_transaction_session_timeout (set_config(..., true), so they end
+// with the transaction); no event is handed over once half of it has
+// passed, and what was handled commits. A single event whose handler needs
+// more than BatchTimeout fails every time: raise BatchTimeout.
+//
+// A handler error in Run rolls the whole batch back (nothing of the failing
+// event, nor of the events before it in the batch, is committed) and the
+// batch is retried after a back-off (100ms doubling to 30s): first the
+// events before the failing one, then the failing one, never skipped. In
+// RunAtLeastOnce the events handled before the failure have their offset
+// stored, and the failing one is retried. Database failures are retried the
+// same way. An error wrapped in Permanent stops the consumer.
+//
+// When ctx ends, Run rolls back the batch in flight (it is handed over
+// again by the next run) and returns nil; RunAtLeastOnce stores the offset
+// of the events already handled, gives up its lease and returns nil.
+//
+// # Waking up
+//
+// A consumer LISTENs on burnpoller_events, on a session taken out of its
+// pool (or ListenOn's), and reads the table at each notification and every
+// PollInterval. The payload ({"seq":N}) is never read: anyone who can
+// connect may NOTIFY, and what is handed over always comes from the table.
+// Through a transaction pooler notifications never arrive; give ListenOn a
+// pool that reaches Postgres itself, or rely on PollInterval (NoListen).
+//
+// # Filters
+//
+// Kinds, Chains and Contracts select the events handed over. The offset
+// moves past the others as past handled ones, and they never leave the
+// server, except the last of a window, which carries the offset's new
+// event_id.
+//
+// # Consumers sharing a name
+//
+// Several processes may run the same name: they share the work and never
+// an event. With Run, a batch reads the name's offset and the events after
+// it, then locks the name's row in consumer_offsets for its transaction,
+// with SKIP LOCKED, and goes on only if the offset is still the one it read
+// from. A consumer that finds the row locked does not queue for it: it
+// reports Progress.Standby and tries again at its next wake-up. So
+// replicas of a service take turns batch by batch, and one that dies
+// leaves the row to the others as soon as its connection or its bounds end
+// its transaction. With RunAtLeastOnce the handler runs outside a
+// transaction, so the name is held by a lease in the row instead: the
+// holder renews it with each batch, the others stand by until the holder
+// gives it up (on return) or it runs out (2 × BatchTimeout after the
+// holder's last batch began). A batch of Run also stands by while a lease
+// is live, so mixing the two modes under one name does not hand an event to
+// both; do not mix them all the same.
+//
+// A consumer reads payment_events with single statements, outside the
+// handler's transaction, which holds nothing of burnpoller's but the
+// name's offset row: nothing a writer of events (of any group) needs, and
+// no lock on payment_events that a migration altering the table would
+// queue behind. When nothing new is committed, a consumer opens no
+// transaction at all.
+//
+// # Tail loss
+//
+// An asynchronous standby promoted after a failover may lack the primary's
+// last commits: its payment_events ends below seqs a consumer had read, and
+// its writers then number other events (or the same ones in another order)
+// at those seqs. The offset lives in the same database, and is written by a
+// later transaction than the events it names, so a standby that holds the
+// offset holds those events too: after a failover the offset is back at or
+// below the surviving events, and the consumer goes on from there. The
+// events the failover lost are recorded again as the writers read the
+// chain again, under new seqs and their old event_ids, and handed over
+// again.
+// With Run, the handler's effects of the lost batches were lost with them,
+// so each payment is still credited exactly once; with RunAtLeastOnce the
+// repeats carry the event_ids already seen.
+//
+// An offset the table does not hold as recorded therefore cannot come from a
+// failover, only from a database put together from different moments
+// (consumer_offsets restored apart from payment_events, rows deleted by
+// hand). Before each batch the consumer checks that the event at its offset
+// is there with the event_id stored with the offset, and stops with a
+// *DivergedError (ErrDiverged) when the table ends below the offset or holds
+// another event at it. It never moves on by itself, forwards or back: only
+// the service knows which events its effects already include. Once that is
+// settled, move the offset with Reset.
+//
+// A Follower keeps its position in memory, outside the database, so a
+// failover can move the table back under it. It checks the same way on every
+// read and returns the same error; since it cannot tell which of the events
+// it returned the new primary lost, it does not go on by itself either.
+// Start a new Follower from a position the new primary holds (the error gives
+// its last seq) and deduplicate on event_id.
+//
+// # Schema and grants
+//
+// Run and RunAtLeastOnce need the schema of migration 11 or later, a
+// Follower that of migration 6; an older database, or one without the
+// schema, stops them with one line wrapping migrations.ErrPending: "database
+// schema is behind this binary; run `poller migrate` (...)". A consumer's
+// role needs SELECT on payment_events and burnpoller_schema_version, and
+// SELECT, INSERT and UPDATE on consumer_offsets; a missing grant stops it.
+//
+// # Metrics
+//
+// With Metrics(reg), a consumer registers, labelled consumer=<name>:
+// burnpoller_consumer_offset_seq and burnpoller_consumer_lag_events
+// (gauges, as of its last read) and burnpoller_consumer_handled_total and
+// burnpoller_consumer_failures_total (counters). OnProgress reports the
+// same after each read.
+package consume

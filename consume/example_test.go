@@ -1,0 +1,96 @@
+package consume_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/burnpoller/burnpoller/consume"
+	"github.com/burnpoller/burnpoller/payments"
+)
+
+// A service whose ledger is in the same database as burnpoller's credits
+// each confirmed payment to its payer's balance exactly once: the credit
+// and the consumer's offset commit in one transaction.
+func Example() {
+	pool, cleanup := examplePool() // pgxpool.New(ctx, os.Getenv("DATABASE_URL")) in a service
+	defer cleanup()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	if _, err := pool.Exec(ctx, `CREATE TABLE balances (payer text PRIMARY KEY, amount numeric NOT NULL)`); err != nil {
+		log.Fatal(err)
+	}
+	credit := func(ctx context.Context, tx pgx.Tx, e payments.Event) error {
+		_, err := tx.Exec(ctx, `INSERT INTO balances (payer, amount) VALUES ($1, $2::numeric)
+			ON CONFLICT (payer) DO UPDATE SET amount = balances.amount + excluded.amount`,
+			e.Payer, e.Amount.String())
+		return err
+	}
+	err := consume.Run(ctx, pool, "balances", credit,
+		// Only confirmed events are credits: a seen burn may still be retracted.
+		consume.Kinds(payments.KindConfirmed),
+		// For the example only: stop once every event is handled. A service
+		// runs until its shutdown signal cancels ctx.
+		consume.OnProgress(func(p consume.Progress) {
+			if p.Lag() == 0 {
+				cancel()
+			}
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	rows, err := pool.Query(context.Background(), `SELECT payer, amount::text FROM balances ORDER BY payer`)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var payer, amount string
+		if err := rows.Scan(&payer, &amount); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(payer, amount)
+	}
+	// Output:
+	// 0x00000000000000000000000000000000000000b0 250
+	// 0x000000000000000000000000000000000000a11c 1500000
+}
+
+// A handler whose effect lives elsewhere (a message to another system) is
+// handed each event at least once, and deduplicates on its event_id.
+func ExampleRunAtLeastOnce() {
+	pool, cleanup := examplePool()
+	defer cleanup()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	sent := map[string]bool{} // stands for the receiver's record of event ids
+	notify := func(ctx context.Context, e payments.Event) error {
+		if sent[e.EventID] {
+			return nil // handed over again after a crash: already done
+		}
+		sent[e.EventID] = true
+		fmt.Println(e.Seq, e.Kind, e.Payer, e.Amount)
+		return nil
+	}
+	err := consume.RunAtLeastOnce(ctx, pool, "notifier", notify,
+		consume.OnProgress(func(p consume.Progress) {
+			if p.Lag() == 0 {
+				cancel()
+			}
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// 1 seen 0x000000000000000000000000000000000000a11c 1000000
+	// 2 confirmed 0x000000000000000000000000000000000000a11c 1000000
+	// 3 confirmed 0x00000000000000000000000000000000000000b0 250
+	// 4 seen 0x000000000000000000000000000000000000a11c 500000
+	// 5 confirmed 0x000000000000000000000000000000000000a11c 500000
+}

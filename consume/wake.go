@@ -1,0 +1,112 @@
+package consume
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/burnpoller/burnpoller/payments"
+)
+
+// waker ends a reader's wait: on a notification on payments.EventsChannel,
+// every poll interval, and each time the LISTEN session is (re)established,
+// so that a read follows every LISTEN and nothing committed before it goes
+// unseen. A notification's payload is never read: anyone who can connect
+// may send one, and the table is read either way.
+type waker struct {
+	c    chan struct{}
+	poll time.Duration
+	pool *pgxpool.Pool // the LISTEN session's; nil polls only
+	log  *slog.Logger
+	wg   sync.WaitGroup
+}
+
+func newWaker(cfg config, pool *pgxpool.Pool) *waker {
+	w := &waker{c: make(chan struct{}, 1), poll: cfg.poll, log: cfg.log}
+	switch {
+	case cfg.noListen:
+	case cfg.listen != nil:
+		w.pool = cfg.listen
+	default:
+		w.pool = pool
+	}
+	return w
+}
+
+// start listens until ctx ends; stop waits for that.
+func (w *waker) start(ctx context.Context) {
+	if w.pool != nil {
+		w.wg.Go(func() { w.listen(ctx) })
+	}
+}
+
+func (w *waker) stop() { w.wg.Wait() }
+
+// wait returns on a wake-up, after the poll interval, or when ctx ends.
+func (w *waker) wait(ctx context.Context) {
+	t := time.NewTimer(w.poll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-w.c:
+	}
+}
+
+func (w *waker) wake() {
+	select {
+	case w.c <- struct{}{}:
+	default:
+	}
+}
+
+func (w *waker) listen(ctx context.Context) {
+	const first, most = 250 * time.Millisecond, 30 * time.Second
+	retry := first
+	for ctx.Err() == nil {
+		err := w.session(ctx, func() { retry = first })
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Debug("listening for payment events failed; polling meanwhile",
+			slog.Any("err", err), slog.Duration("retry_in", retry))
+		t := time.NewTimer(retry)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		retry = min(2*retry, most)
+	}
+}
+
+// session listens on one connection until it fails or ctx ends.
+func (w *waker) session(ctx context.Context, listening func()) error {
+	c, err := w.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquiring a session to listen on: %w", err)
+	}
+	// A LISTENing connection never goes back to the pool.
+	conn := c.Hijack()
+	defer func() {
+		// Bounded: a hung socket must not hold up the stop.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+payments.EventsChannel); err != nil {
+		return fmt.Errorf("listening on %s: %w", payments.EventsChannel, err)
+	}
+	listening()
+	w.wake()
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return fmt.Errorf("waiting for a notification: %w", err)
+		}
+		w.wake()
+	}
+}
