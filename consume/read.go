@@ -48,7 +48,6 @@ type window struct {
 	full bool
 }
 
-
 // selected is the filter as SQL over $3 (kinds), $4 (chain ids) and $5
 // (contracts); NULL selects every value.
 const selected = `($3::text[] IS NULL OR kind = ANY($3)) AND ($4::bigint[] IS NULL OR chain_id = ANY($4))
