@@ -3,6 +3,7 @@ package consume
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -117,4 +118,59 @@ func (f *Follower) Next(ctx context.Context) ([]payments.Event, error) {
 			return nil, err
 		}
 	}
+}
+
+// Rewind moves a follower that met a *DivergedError back to the latest of
+// handed (positions of events it handed over, in seq order, as many recent
+// ones as the caller kept) that the table still holds with the same
+// event_id, and returns it. The events after it are read again: those the
+// table lost are gone, or come again under other seqs with the event_ids
+// they had, so a reader that deduplicates on event_id applies each step
+// once. When none of handed is held as handed, it moves to the table's last
+// event before the oldest of them (or to the start).
+func (f *Follower) Rewind(ctx context.Context, handed []Position) (Position, error) {
+	seqs := make([]int64, len(handed))
+	for i, p := range handed {
+		seqs[i] = p.Seq
+	}
+	rows, err := f.pool.Query(ctx, `SELECT seq, event_id FROM payment_events WHERE seq = ANY($1)`, seqs)
+	if err != nil {
+		return Position{}, fmt.Errorf("reading payment_events: %w", interpret(err))
+	}
+	held := map[int64]string{}
+	for rows.Next() {
+		var (
+			seq int64
+			id  string
+		)
+		if err := rows.Scan(&seq, &id); err != nil {
+			rows.Close()
+			return Position{}, fmt.Errorf("reading payment_events: %w", interpret(err))
+		}
+		held[seq] = id
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Position{}, fmt.Errorf("reading payment_events: %w", interpret(err))
+	}
+	to := Position{}
+	for i := len(handed) - 1; i >= 0; i-- {
+		if held[handed[i].Seq] == handed[i].EventID && handed[i].EventID != "" {
+			to = handed[i]
+			break
+		}
+	}
+	if to.Seq == 0 && len(handed) > 0 && handed[0].Seq > 1 {
+		var last int64
+		if err := f.pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM payment_events WHERE seq < $1`, handed[0].Seq).Scan(&last); err != nil {
+			return Position{}, fmt.Errorf("reading payment_events: %w", interpret(err))
+		}
+		if to, err = positionAt(ctx, f.pool, last); err != nil {
+			return Position{}, err
+		}
+	}
+	f.mu.Lock()
+	f.pos = to
+	f.mu.Unlock()
+	return to, nil
 }

@@ -54,6 +54,9 @@ BEGIN
     END IF;
     -- Events are staged by the writer and moved inside its COMMIT
     -- (migration 10): the writer deletes its own staged rows.
+    IF to_regclass('public.webhook_endpoints_removed') IS NOT NULL THEN
+        GRANT DELETE ON public.webhook_endpoints_removed TO burnpoller_runtime;
+    END IF;
     IF to_regclass('public.payment_events_staged') IS NOT NULL THEN
         GRANT SELECT, INSERT, DELETE ON public.payment_events_staged, public.ledger_commits TO burnpoller_runtime;
     END IF;

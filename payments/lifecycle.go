@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"time"
@@ -283,5 +284,38 @@ func (t *Tx) SetHead(ctx context.Context, chainID uint64, block int64, hash stri
 		return fmt.Errorf("recording the head: %w", interpret(err))
 	}
 	t.marked = true
+	return nil
+}
+
+// HeadScan is where a group's head tracking stands: the last block above
+// its cursor it read, with that block's hash; Block is -1 when it has none.
+type HeadScan struct {
+	Block int64
+	Hash  string
+}
+
+// HeadScan reads where group id's head tracking stands. The caller holds
+// the group's cursor row, which keeps other passes of the group off it.
+func (t *Tx) HeadScan(ctx context.Context, id string) (HeadScan, error) {
+	s := HeadScan{Block: -1}
+	err := t.tx.QueryRow(ctx, `SELECT block_number, block_hash FROM head_scans WHERE cursor_id = $1`, id).Scan(&s.Block, &s.Hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return HeadScan{Block: -1}, nil
+	}
+	if err != nil {
+		return HeadScan{}, fmt.Errorf("reading where head tracking of %q stands: %w", id, interpret(err))
+	}
+	return s, nil
+}
+
+// SetHeadScan records, with the transaction, that group id's head tracking
+// has read up to block (hash).
+func (t *Tx) SetHeadScan(ctx context.Context, id string, block int64, hash string) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO head_scans (cursor_id, block_number, block_hash) VALUES ($1, $2, $3)
+		ON CONFLICT (cursor_id) DO UPDATE SET block_number = excluded.block_number, block_hash = excluded.block_hash,
+		    updated_at = now()`, id, block, hash)
+	if err != nil {
+		return fmt.Errorf("recording where head tracking of %q stands: %w", id, interpret(err))
+	}
 	return nil
 }

@@ -28,6 +28,10 @@ var (
 	// ErrCursorMoved means the cursor row no longer holds the value this
 	// transaction read; nothing was written.
 	ErrCursorMoved = errors.New("cursor moved under the lock")
+	// ErrWritersBusy means another writer of the same contract (a
+	// backfill beside the live loop, say) held the writers' lock for
+	// longer than the lock wait: nothing was written, try again.
+	ErrWritersBusy = errors.New("another writer of the contract is recording (the writers' lock)")
 	// ErrTimeout means Postgres cancelled a statement or the session for
 	// running past statement_timeout or idle_in_transaction_session_timeout.
 	ErrTimeout = errors.New("database timeout")
@@ -555,6 +559,10 @@ func (t *Tx) LockWriters(ctx context.Context, chainID uint64, contracts []string
 	for _, c := range keys {
 		if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('burnpoller writers ' || $1::text || ' ' || $2, 0))`,
 			strconv.FormatUint(chainID, 10), c); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+				return fmt.Errorf("waiting for the other writers of contract %s: %w: %w", c, ErrWritersBusy, err)
+			}
 			return fmt.Errorf("waiting for the other writers of contract %s: %w", c, interpret(err))
 		}
 	}

@@ -119,6 +119,7 @@ func Backfill(ctx context.Context, w *Writer, cfg BackfillConfig) (BackfillProgr
 	}
 	start := time.Now()
 	prog := BackfillProgress{CursorID: cfg.ID, From: cfg.From, To: cfg.To}
+	defer w.ForgetAhead()
 
 	// A chunk in flight may finish after ctx ends, within its own timeout.
 	hard := context.WithoutCancel(ctx)
@@ -196,6 +197,13 @@ func Backfill(ctx context.Context, w *Writer, cfg BackfillConfig) (BackfillProgr
 		}
 		if errors.Is(err, ErrBackfillBusy) || errors.Is(err, payments.ErrHookMismatch) {
 			return prog, err
+		}
+		if NeedsHashes(err) {
+			// Read outside the transaction what its check needs, and
+			// go on at once.
+			if err = w.FetchHashes(ctx, err); err == nil {
+				continue
+			}
 		}
 		failures++
 		if failures >= cfg.MaxAttempts {

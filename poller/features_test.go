@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -504,37 +505,37 @@ func TestDiffPending(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		cursor   int64
+		from     int64
 		to       int64
 		rows     []payments.Pending
 		onChain  []payments.Payment
 		recorded map[string]string
 		want     want
 	}{
-		{name: "a new burn is seen", cursor: 10, to: 15, onChain: []payments.Payment{p(1, 12, "a")},
+		{name: "a new burn is seen", from: 11, to: 15, onChain: []payments.Payment{p(1, 12, "a")},
 			want: want{put: []string{"01@12"}, events: []string{"seen 01@12"}, pending: 1}},
-		{name: "the same burn at the same block is kept", cursor: 10, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
+		{name: "the same burn at the same block is kept", from: 11, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
 			onChain: []payments.Payment{p(1, 12, "a")}, want: want{pending: 1}},
-		{name: "re-included elsewhere moves", cursor: 10, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
+		{name: "re-included elsewhere moves", from: 11, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
 			onChain: []payments.Payment{p(1, 13, "b")},
 			want:    want{put: []string{"01@13"}, events: []string{"retracted 01@12", "seen 01@13"}, pending: 1}},
-		{name: "gone is retracted", cursor: 10, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
+		{name: "gone is retracted", from: 11, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
 			want: want{drop: []string{"01@12"}, events: []string{"retracted 01@12"}}},
-		{name: "above the window is not judged", cursor: 10, to: 11, rows: []payments.Pending{row(p(1, 12, "a"))},
+		{name: "above the window is not judged", from: 11, to: 11, rows: []payments.Pending{row(p(1, 12, "a"))},
 			want: want{pending: 1}},
-		{name: "at or below the cursor is the ledger's to settle", cursor: 18, to: 20, rows: []payments.Pending{row(p(1, 15, "a"))},
+		{name: "below the step (at or below the cursor, or judged by an earlier pass) is not judged", from: 19, to: 20, rows: []payments.Pending{row(p(1, 15, "a"))},
 			want: want{pending: 1}},
-		{name: "recorded where it was seen leaves quietly", cursor: 12, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
+		{name: "recorded where it was seen leaves quietly", from: 13, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
 			recorded: map[string]string{key(p(1, 0, "")): "a"}, want: want{drop: []string{"01@12"}}},
-		{name: "recorded elsewhere is retracted", cursor: 13, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
+		{name: "recorded elsewhere is retracted", from: 14, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
 			recorded: map[string]string{key(p(1, 0, "")): "b"}, want: want{drop: []string{"01@12"}, events: []string{"retracted 01@12"}}},
-		{name: "a burn on the chain already recorded is not seen", cursor: 10, to: 15, onChain: []payments.Payment{p(1, 12, "a")},
+		{name: "a burn on the chain already recorded is not seen", from: 11, to: 15, onChain: []payments.Payment{p(1, 12, "a")},
 			recorded: map[string]string{key(p(1, 0, "")): "a"}, want: want{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d := poller.DiffPending(tt.cursor, tt.to, tt.rows, tt.onChain, tt.recorded)
+			d := poller.DiffPending(tt.from, tt.to, tt.rows, tt.onChain, tt.recorded)
 			var events []string
 			for _, e := range d.Events {
 				events = append(events, fmt.Sprintf("%s %s@%d", e.Kind, e.TxHash[len(e.TxHash)-2:], e.BlockNumber))
@@ -578,5 +579,123 @@ func TestResetSkippingAPendingBurnDoesNotRetractIt(t *testing.T) {
 	}
 	if got := h.status(b); !strings.HasPrefix(got, "confirmed") {
 		t.Fatalf("payment_status %q after the backfill, want confirmed", got)
+	}
+}
+
+// TestAWriterNeverWaitsOnTheNodeHoldingTheWritersLock: a backfill of a
+// contract records its first range, then its next fetch hangs (a slow
+// provider). It committed rather than wait holding the contract's writers'
+// lock, so the live loop records meanwhile within its short lock wait; when
+// the fetch returns, the backfill goes on with it (not fetched twice) and
+// completes. The ledger is exact.
+func TestAWriterNeverWaitsOnTheNodeHoldingTheWritersLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	node := newFakeChain(40)
+	want := expected(node.addBurn(2, 1, 0, 10), node.addBurn(7, 2, 0, 20), node.addBurn(25, 3, 0, 30))
+	blocked, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	node.hook = func(ctx context.Context, from, _ uint64) {
+		if from != 5 {
+			return
+		}
+		once.Do(func() {
+			close(blocked)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		})
+	}
+	h := newHarness(t, node)
+	cfg := h.wcfg
+	cfg.MaxBlockRange = 5
+	backfill := poller.NewWriter(cfg, h.store, node, nil, h.log)
+	done := make(chan error, 1)
+	go func() {
+		_, err := poller.Backfill(ctx, backfill, poller.BackfillConfig{ID: "backfill:slow", From: 0, To: 20})
+		done <- err
+	}()
+	<-blocked
+	live := poller.NewWriter(h.wcfg, h.store, node, nil, h.log) // LOCK_WAIT 100 ms
+	if _, err := live.Seed(ctx, "test", 20); err != nil {
+		t.Fatal(err)
+	}
+	if res := advance(t, live, node, "test"); res.To != 40 || res.Inserted != 1 {
+		t.Fatalf("the live loop beside the stalled backfill: %+v", res)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger %v, want %v", got, want)
+	}
+	asked := 0
+	for _, r := range node.requested() {
+		if r[0] == 5 {
+			asked++
+		}
+	}
+	if asked != 1 {
+		t.Fatalf("blocks from 5 asked %d times, want once: the range in flight is the next transaction's", asked)
+	}
+}
+
+// TestHeadTrackingReadsAWideWindowInSteps: the head runs 1,000 blocks ahead
+// of the target behind a provider capping eth_getLogs at 50 blocks. Each
+// pass reads one range from where the last one stood and commits: the burn
+// just above the target is seen by the first pass, the window is read once
+// in 20 passes, and from then on each block of head movement costs one read
+// (none while the head stands still).
+func TestHeadTrackingReadsAWideWindowInSteps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	node := newFakeChain(10)
+	node.setHead(1010)
+	node.maxSpan = 50
+	near := node.addBurn(11, 1, 0, 1)
+	far := node.addBurn(1000, 2, 0, 2)
+	h := newHarness(t, node)
+	h.wcfg.MaxBlockRange = 100
+	w := h.groupWriter(false, burnContract)
+	advance(t, w, node, "test")
+	asked := func() int { return len(node.requested()) }
+	before := asked()
+	res, err := w.TrackHead(ctx, ctx, "test", 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.From != 11 || res.To != 60 || !res.Behind || res.Seen != 1 || asked()-before != 1 {
+		t.Fatalf("first pass %+v after %d reads; want blocks 11-60 in one read, the burn at 11 seen, more to read", res, asked()-before)
+	}
+	if got := h.pending(); !slices.Equal(got, pend(near)) {
+		t.Fatalf("pending after the first pass %v", got)
+	}
+	passes := 1
+	for res.Behind {
+		if res, err = w.TrackHead(ctx, ctx, "test", 10_000); err != nil {
+			t.Fatal(err)
+		}
+		passes++
+	}
+	if passes != 20 || asked()-before != 20 {
+		t.Fatalf("%d passes and %d reads for a window of 1,000 blocks, want 20 each", passes, asked()-before)
+	}
+	if got := h.pending(); !slices.Equal(got, pend(near, far)) {
+		t.Fatalf("pending after the window %v", got)
+	}
+	// The head moves 30 blocks: one read. It stands still: none.
+	node.setHead(1040)
+	before = asked()
+	if res, err = w.TrackHead(ctx, ctx, "test", 10_000); err != nil || res.From != 1011 || res.To != 1040 || res.Behind || asked()-before != 1 {
+		t.Fatalf("pass after 30 new blocks: %+v, %v, %d reads", res, err, asked()-before)
+	}
+	before = asked()
+	if res, err = w.TrackHead(ctx, ctx, "test", 10_000); err != nil || res.To >= res.From || asked() != before {
+		t.Fatalf("pass with the head still: %+v, %v, %d reads", res, err, asked()-before)
+	}
+	if got := h.eventLines(); len(got) != 2 {
+		t.Fatalf("events %v, want the two seen", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/payments"
@@ -24,23 +25,34 @@ var errHeadSkipped = errors.New("head tracking skipped")
 
 // HeadTotals is what a head tracking pass did.
 type HeadTotals struct {
-	// From and To are the blocks read above the cursor (To < From when the
-	// head is at the cursor).
+	// From and To are the blocks read above the cursor (To < From when
+	// nothing was to read).
 	From, To int64
 	// Head is the head block the pass read.
 	Head chain.Header
 	// Seen and Retracted count the events recorded; Pending is how many
 	// burns pending_payments holds for the contract afterwards.
 	Seen, Retracted, Pending int
+	// Behind says the pass stopped short of the window's top: the next
+	// pass goes on from To.
+	Behind bool
 }
 
-// TrackHead makes pending_payments hold, for blocks above cursor id up to
-// the head (at most maxBlocks of them), exactly the burns the canonical
-// chain holds there, and records seen and retracted events for the
-// difference, in one range transaction under the cursor's lock. It runs
-// only while the cursor is at the finality target; otherwise, or when the
-// lock is held elsewhere, it returns errHeadSkipped. It never moves the
-// cursor or writes payments: a failure leaves the ledger as it was.
+// TrackHead runs one head tracking pass on cursor id: it reads the next
+// range of the window above the cursor (up to the head, at most maxBlocks
+// above the cursor) from where the group's last pass stood, makes
+// pending_payments hold for those blocks exactly the burns the canonical
+// chain holds there, records seen and retracted events for the difference
+// and where it stands now, in one range transaction under the cursor's
+// lock, and returns. A window wider than one range is read in bounded
+// passes that each commit (HeadTotals.Behind), so a pass holds the cursor
+// no longer than a ledger range does and the node is asked about each
+// block of head movement once. A first block that no longer continues where
+// the last pass stood (the chain reorganised above the cursor) makes the
+// pass start again from the cursor. It runs only while the cursor is at the
+// finality target; otherwise, or when the lock is held elsewhere, it
+// returns errHeadSkipped. It never moves the cursor or writes payments: a
+// failure leaves the ledger as it was.
 func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint64) (HeadTotals, error) {
 	t, err := w.Begin(stop, ctx, id)
 	if errors.Is(err, payments.ErrLockTimeout) {
@@ -70,27 +82,43 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 		// middle of a reorg) says nothing about the blocks above.
 		return HeadTotals{}, errHeadSkipped
 	}
-	from := cur.Block + 1
-	to := min(int64(head.Number), cur.Block+int64(maxBlocks))
-	res := HeadTotals{From: from, To: to, Head: head}
+	top := min(int64(head.Number), cur.Block+int64(maxBlocks))
+	scan, err := t.tx.HeadScan(ctx, id)
+	if err != nil {
+		return HeadTotals{}, err
+	}
+	from, after := headStart(cur, scan, head, top)
+	span := int64(max(1, min(w.node.Span(), w.cfg.MaxBlockRange)))
+	to := min(top, from+span-1)
+	res := HeadTotals{From: from, To: to, Head: head, Behind: to < top}
 
-	// The canonical burns above the cursor, read as every writer reads
-	// (the first range continues the cursor's block). Nothing read here is
-	// credited: no receipts, no quorum.
-	var burns []chain.Burn
+	// The canonical burns of this step, read as every writer reads (the
+	// first range continues the cursor's block, or where the last pass
+	// stood). Nothing read here is credited: no receipts, no quorum.
+	var (
+		burns []chain.Burn
+		end   = after
+	)
 	if from <= to {
-		ranges := w.read(chain.CreditsNothing(ctx), readSpec{contracts: w.cfg.Contracts, from: from, to: to, ledger: cur})
+		ranges := w.read(chain.CreditsNothing(ctx), readSpec{contracts: w.cfg.Contracts, from: from, to: to, ledger: cur, after: after})
 		defer ranges.Stop()
 		for !ranges.Done() {
-			r, err := ranges.Next()
+			r, err := ranges.Next(ctx)
+			if errors.Is(err, chain.ErrBadReply) && from > cur.Block+1 {
+				// The chain no longer continues where the last pass
+				// stood: it reorganised above the cursor. Start again
+				// from the cursor, now.
+				return w.restartHead(t, ctx, id, cur, head)
+			}
 			if err != nil {
-				// Above the cursor this is the head moving while we
-				// read; at the cursor, the ledger's next poll judges.
-				// Either way nothing is written now.
+				// At the cursor, the ledger's next poll judges; above
+				// it, the head moved while we read. Either way
+				// nothing is written now.
 				return HeadTotals{}, fmt.Errorf("reading burns above the target: %w", err)
 			}
 			burns = append(burns, r.Burns...)
 		}
+		end = ranges.End()
 	}
 	ps, err := toPayments(w.cfg.ChainID, burns)
 	if err != nil {
@@ -98,7 +126,7 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	}
 
 	if err := t.lockWriters(ctx); err != nil {
-		if errors.Is(err, payments.ErrLockTimeout) {
+		if errors.Is(err, payments.ErrWritersBusy) {
 			// A backfill of the contract is recording: the next pass
 			// will do.
 			return HeadTotals{}, errHeadSkipped
@@ -119,13 +147,18 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	if err != nil {
 		return HeadTotals{}, err
 	}
-	d := diffPending(cur.Block, to, rows, ps, recorded)
+	d := diffPending(from, to, rows, ps, recorded)
 	t.addEvents(d.events...)
 	if err := t.tx.DropPending(ctx, d.drop); err != nil {
 		return HeadTotals{}, err
 	}
 	if err := t.tx.PutPending(ctx, d.put); err != nil {
 		return HeadTotals{}, err
+	}
+	if from <= to {
+		if err := t.tx.SetHeadScan(ctx, id, to, end); err != nil {
+			return HeadTotals{}, err
+		}
 	}
 	if err := t.tx.SetHead(ctx, w.cfg.ChainID, int64(head.Number), hashHex(head.Hash)); err != nil {
 		return HeadTotals{}, err
@@ -139,6 +172,35 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	return res, nil
 }
 
+// headStart is where a pass reads from, and the hash its first block must
+// continue: after where the last pass stood when that is above the cursor
+// and still within the window, else right after the cursor. At the head
+// itself (nothing new), a head whose hash is not the one the last pass
+// read means the chain reorganised: the pass starts again from the cursor.
+func headStart(cur payments.Cursor, scan payments.HeadScan, head chain.Header, top int64) (int64, string) {
+	switch {
+	case scan.Block <= cur.Block || scan.Block > top:
+		return cur.Block + 1, cur.Hash
+	case scan.Block == int64(head.Number) && hashHex(head.Hash) != scan.Hash:
+		return cur.Block + 1, cur.Hash
+	}
+	return scan.Block + 1, scan.Hash
+}
+
+// restartHead records that the group's head tracking starts again from
+// the cursor (the chain reorganised above it) and ends the pass; the next
+// pass reads from the cursor on, judging every pending row again.
+func (w *Writer) restartHead(t *RangeTx, ctx context.Context, id string, cur payments.Cursor, head chain.Header) (HeadTotals, error) {
+	if err := t.tx.SetHeadScan(ctx, id, cur.Block, cur.Hash); err != nil {
+		return HeadTotals{}, err
+	}
+	if _, err := t.Commit(ctx); err != nil {
+		return HeadTotals{}, err
+	}
+	w.log.Info("head tracking starts again from the cursor: the chain reorganised above it", slog.Int64("cursor", cur.Block))
+	return HeadTotals{From: cur.Block + 1, To: cur.Block, Head: head, Behind: true}, nil
+}
+
 // pendingDiff is what a head tracking pass changes: the pending rows to
 // remove and to put (a moved burn's new row replaces its old one), the
 // events to record, in order, and how many rows are pending afterwards.
@@ -148,24 +210,25 @@ type pendingDiff struct {
 	pending   int
 }
 
-// diffPending makes the pending rows agree with the chain: rows are the
-// pending rows, onChain the canonical burns of blocks (cursor, to], and
-// recorded the block hash the ledger holds for those of both that are
-// payments (by payments.KeyOf).
+// diffPending makes the pending rows agree with the chain over the blocks
+// a pass read, [from, to]: rows are the pending rows, onChain the canonical
+// burns of those blocks, and recorded the block hash the ledger holds for
+// those of both that are payments (by payments.KeyOf).
 //
 //   - A burn the ledger holds is not pending: its row goes, retracted only
 //     if it was seen elsewhere than where it was recorded.
-//   - A row at or below the cursor is the ledger's to settle (whatever
-//     records its block: the loop, a backfill of blocks a reset skipped),
-//     never judged by a window that starts above it.
-//   - A row above to (beyond this pass's window, or above a head that
+//   - A row below from is not judged: one at or below the cursor is the
+//     ledger's to settle (whatever records its block: the loop, a backfill
+//     of blocks a reset skipped), one above it was judged by an earlier
+//     pass.
+//   - A row above to (beyond this pass's step, or above a head that
 //     dropped) is kept: what the node did not show is not judged.
 //   - A row whose burn the chain holds at the same block hash is kept; at
 //     another, retracted where it was and seen where it is; nowhere,
 //     retracted and removed.
 //   - A burn on the chain that is neither recorded nor pending is put and
 //     seen.
-func diffPending(cursor, to int64, rows []payments.Pending, onChain []payments.Payment, recorded map[string]string) pendingDiff {
+func diffPending(from, to int64, rows []payments.Pending, onChain []payments.Payment, recorded map[string]string) pendingDiff {
 	var d pendingDiff
 	want := make(map[string]payments.Payment, len(onChain))
 	for _, p := range onChain {
@@ -193,7 +256,7 @@ func diffPending(cursor, to int64, rows []payments.Pending, onChain []payments.P
 			// Re-included in another block: the old position is
 			// retracted, the new one seen (below).
 			d.events = append(d.events, payments.EventFor(payments.KindRetracted, r.Payment, 0))
-		case r.BlockNumber <= cursor:
+		case r.BlockNumber < from:
 			kept[key] = true
 		default:
 			d.drop = append(d.drop, r.Payment)
@@ -212,23 +275,36 @@ func diffPending(cursor, to int64, rows []payments.Pending, onChain []payments.P
 	return d
 }
 
-// trackHead runs one head tracking pass after the ledger reached the
-// target. Its failure is logged and counted, never returned: the ledger
-// goes on, and readiness does not change.
+// trackHead runs head tracking passes after the ledger reached the target:
+// one, or, while the window above the cursor is read in steps, the next
+// ones at once, for up to POLL_INTERVAL, each its own short transaction.
+// A failure is logged and counted, never returned: the ledger goes on, and
+// readiness does not change.
 func (l *Loop) trackHead(stop, hard context.Context) {
+	deadline := time.Now().Add(l.cfg.PollInterval)
+	for {
+		res, ok := l.trackHeadOnce(stop, hard)
+		if !ok || !res.Behind || stop.Err() != nil || !time.Now().Before(deadline) {
+			return
+		}
+		l.beat.Beat()
+	}
+}
+
+func (l *Loop) trackHeadOnce(stop, hard context.Context) (HeadTotals, bool) {
 	ctx, cancel := context.WithTimeout(hard, l.w.cfg.TxTimeout)
 	defer cancel()
 	res, err := l.w.TrackHead(stop, ctx, l.cfg.CursorID, l.cfg.PendingMaxBlocks)
 	switch {
 	case errors.Is(err, errHeadSkipped), err != nil && stop.Err() != nil:
 		l.metrics.headTracked(headSkipped, 0)
-		return
+		return res, false
 	case err != nil:
 		l.metrics.headTracked(headError, 0)
 		l.log.Warn("head tracking failed; pending payments may be stale, the ledger goes on",
 			slog.Any("err", err), slog.String("class", string(chain.ClassOf(err))))
 		l.Signals.HeadFailed.Send(err)
-		return
+		return res, false
 	}
 	l.metrics.headTracked(headOK, res.Pending)
 	if res.Seen > 0 || res.Retracted > 0 {
@@ -237,4 +313,5 @@ func (l *Loop) trackHead(stop, hard context.Context) {
 			slog.Int("pending", res.Pending))
 	}
 	l.Signals.HeadTracked.Send(res)
+	return res, true
 }

@@ -147,6 +147,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 	}()
 
+	defer l.w.ForgetAhead()
 	if err := l.seed(ctx); err != nil {
 		return err
 	}
@@ -170,6 +171,13 @@ func (l *Loop) Run(ctx context.Context) error {
 			}
 		case err != nil && ctx.Err() != nil:
 			l.log.Info("transaction ended by shutdown", slog.Any("err", err))
+		case NeedsHashes(err):
+			// The ledger check needs hashes from the node: read them
+			// outside the transaction, then go on at once.
+			if ferr := l.w.FetchHashes(ctx, err); ferr != nil {
+				l.log.Error("reading the canonical hashes a ledger check needs; retrying", slog.Any("err", ferr))
+				sleep(ctx, retryWait(b, ferr, l.cfg.MaxBackoff), l.beat)
+			}
 		case err != nil:
 			l.Signals.Failed.Send(err)
 			wait := retryWait(b, err, l.cfg.MaxBackoff)

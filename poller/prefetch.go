@@ -106,7 +106,7 @@ func (p *prefetcher) Stop() {
 // Next returns the next range in chain order, which starts where the last
 // one ended. Before it returns, the ranges after it are on their way: up to
 // the window less one, fetched while the caller records this one.
-func (p *prefetcher) Next() (chain.Range, error) {
+func (p *prefetcher) Next(ctx context.Context) (chain.Range, error) {
 	if len(p.queue) == 0 {
 		if p.next > p.to {
 			return chain.Range{}, fmt.Errorf("no range left to read after block %d", p.to)
@@ -118,6 +118,8 @@ func (p *prefetcher) Next() (chain.Range, error) {
 	case <-head.done:
 	case <-p.ctx.Done():
 		return chain.Range{}, p.ctx.Err()
+	case <-ctx.Done():
+		return chain.Range{}, ctx.Err()
 	}
 	p.queue = p.queue[1:]
 	if head.err != nil {
@@ -144,6 +146,18 @@ func (p *prefetcher) Next() (chain.Range, error) {
 		p.plan()
 	}
 	return head.r, nil
+}
+
+// extend plans up to block to (when further than planned) and sets the
+// deadline after which no range is planned (zero: none): a read kept from
+// one transaction to the next goes on with the next one's target and
+// budget.
+func (p *prefetcher) extend(to int64, deadline time.Time) {
+	p.to = max(p.to, to)
+	if deadline.IsZero() {
+		deadline = time.Now().Add(100 * 365 * 24 * time.Hour)
+	}
+	p.deadline = deadline
 }
 
 // plan puts the next range, at the node's current range size, in flight.

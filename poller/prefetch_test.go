@@ -87,7 +87,7 @@ func TestPrefetcherHandsRangesOverInChainOrder(t *testing.T) {
 	defer p.Stop()
 	p.window = maxWindow
 	var got []chain.Range
-	r, err := p.Next()
+	r, err := p.Next(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestPrefetcherHandsRangesOverInChainOrder(t *testing.T) {
 	}
 	close(first)
 	for range 3 {
-		r, err := p.Next()
+		r, err := p.Next(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestPrefetcherReplansAfterAShortReply(t *testing.T) {
 	p.window = maxWindow
 	var got []chain.Range
 	for range 5 {
-		r, err := p.Next()
+		r, err := p.Next(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestPrefetcherReplansAfterAShortReply(t *testing.T) {
 	if want := "[[5 14] [9 12] [13 16] [17 20] [21 24]]"; fmt.Sprint(asked) != want {
 		t.Fatalf("asked %v, want %s", asked, want)
 	}
-	if _, err := p.Next(); err == nil {
+	if _, err := p.Next(context.Background()); err == nil {
 		t.Fatal("Next after the last block succeeded")
 	}
 }
@@ -190,7 +190,7 @@ func TestPrefetcherReadyOnlyForAWholeRange(t *testing.T) {
 	n := &spanNode{span: 10, hold: map[uint64]chan struct{}{10: held}, answered: make(chan uint64, 8)}
 	p := newPrefetcher(context.Background(), n, nil, 100, nil, 0, 39, time.Now().Add(time.Hour))
 	defer p.Stop()
-	if _, err := p.Next(); err != nil { // [0, 9]; [10, 19] goes in flight, held
+	if _, err := p.Next(context.Background()); err != nil { // [0, 9]; [10, 19] goes in flight, held
 		t.Fatal(err)
 	}
 	<-n.answered

@@ -3,6 +3,7 @@ package poller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,53 @@ func (w *Writer) read(ctx context.Context, s readSpec) *rangeReader {
 	return newRangeReader(ctx, w.node, w.cfg.MaxBlockRange, &w.window, s)
 }
 
+// readAhead is the read of s for a transaction that advances a cursor: the
+// read the writer's last transaction on that cursor kept (see keepAhead),
+// when s takes it up, else a new one. Its fetches outlive the transaction,
+// each within the node's own request timeout, so that the ranges in flight
+// when a transaction commits are the next one's, not fetched again.
+func (w *Writer) readAhead(ctx context.Context, s readSpec) *rangeReader {
+	w.aheadMu.Lock()
+	kept := w.ahead
+	w.ahead = nil
+	w.aheadMu.Unlock()
+	if kept != nil {
+		if kept.resume(s) {
+			return kept
+		}
+		kept.Stop()
+	}
+	return w.read(context.WithoutCancel(ctx), s)
+}
+
+// keepAhead keeps r for the writer's next transaction on the same cursor
+// (the one this one committed), or stops it when it has nothing left.
+func (w *Writer) keepAhead(r *rangeReader) {
+	if r.Done() {
+		r.Stop()
+		return
+	}
+	w.aheadMu.Lock()
+	old := w.ahead
+	w.ahead = r
+	w.aheadMu.Unlock()
+	if old != nil {
+		old.Stop()
+	}
+}
+
+// ForgetAhead stops the read kept for the next transaction, if any: the
+// writer's loop or backfill is over.
+func (w *Writer) ForgetAhead() {
+	w.aheadMu.Lock()
+	kept := w.ahead
+	w.ahead = nil
+	w.aheadMu.Unlock()
+	if kept != nil {
+		kept.Stop()
+	}
+}
+
 // Done says every block of the read has been handed over.
 func (r *rangeReader) Done() bool { return r.next > r.spec.to }
 
@@ -83,9 +131,10 @@ func (r *rangeReader) Recorded(took time.Duration, logs int) { r.p.Recorded(took
 // Stop cancels the ranges still in flight and waits for them.
 func (r *rangeReader) Stop() { r.p.Stop() }
 
-// Next returns the next range, checked; it starts where the last one ended.
-func (r *rangeReader) Next() (chain.Range, error) {
-	rg, err := r.p.Next()
+// Next returns the next range, checked; it starts where the last one
+// ended. It waits for the range within ctx.
+func (r *rangeReader) Next(ctx context.Context) (chain.Range, error) {
+	rg, err := r.p.Next(ctx)
 	if err != nil {
 		return chain.Range{}, err
 	}
@@ -106,5 +155,21 @@ func (r *rangeReader) Next() (chain.Range, error) {
 	return rg, nil
 }
 
-// End is the hash of the last block handed over ("" before the first).
+// End is the hash of the last block handed over (spec.after before the
+// first).
 func (r *rangeReader) End() string { return r.prev }
+
+// resume takes up s where this read stands, when s starts at the read's
+// next block right after what the ledger vouches for, with the same
+// contracts: the ranges already in flight are the next transaction's, and
+// the read goes on to s's target within s's deadline. The reader's rule
+// holds as for a new read: the next range must continue the ledger's block.
+func (r *rangeReader) resume(s readSpec) bool {
+	if s.from != r.next || s.ledger.Block != r.next-1 || s.ledger.Hash == "" || s.ledger.Hash != r.prev ||
+		!slices.Equal(s.contracts, r.spec.contracts) {
+		return false
+	}
+	r.spec.to, r.spec.deadline, r.ledger = max(r.spec.to, s.to), s.deadline, s.ledger
+	r.p.extend(s.to, s.deadline)
+	return true
+}

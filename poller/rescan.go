@@ -34,7 +34,7 @@ func (t *RangeTx) Rescan(ctx context.Context, from int64) (Totals, error) {
 		err := func() error {
 			defer ranges.Stop()
 			for !ranges.Done() {
-				r, err := ranges.Next()
+				r, err := ranges.Next(ctx)
 				if err != nil {
 					return err
 				}

@@ -125,7 +125,7 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 		ledger: payments.Cursor{Block: -2}})
 	defer ranges.Stop()
 	for !ranges.Done() {
-		r, err := ranges.Next()
+		r, err := ranges.Next(ctx)
 		if err != nil {
 			return rep, fmt.Errorf("reading burns: %w", err)
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -86,6 +88,14 @@ type Writer struct {
 	// window is the last window of ranges in flight (see prefetcher), with
 	// which the next transaction starts.
 	window atomic.Int32
+	// ahead is the read a committed transaction kept for the next one on
+	// its cursor (see readAhead).
+	aheadMu sync.Mutex
+	ahead   *rangeReader
+	// hashes are canonical hashes read for the next transaction's ledger
+	// check (see FetchHashes).
+	hashesMu sync.Mutex
+	hashes   map[int64]string
 }
 
 // NewWriter returns the writer of a group. metrics may be nil.
@@ -125,6 +135,9 @@ type RangeTx struct {
 	used   bool
 	// writing is set once the transaction holds the contracts' writer lock.
 	writing bool
+	// reading is Advance's read, handed on to the next transaction at
+	// commit (see Writer.readAhead).
+	reading *rangeReader
 }
 
 // Totals is what a range transaction recorded.
@@ -276,6 +289,10 @@ func (t *RangeTx) Commit(ctx context.Context) (Totals, error) {
 	if err := t.tx.Commit(ctx); err != nil {
 		return Totals{}, err
 	}
+	if r := t.reading; r != nil {
+		t.reading = nil
+		t.w.keepAhead(r)
+	}
 	t.w.metrics.committed(t.totals)
 	return t.totals, nil
 }
@@ -356,17 +373,27 @@ func (t *RangeTx) PolledAge(ctx context.Context) (time.Duration, bool, error) {
 }
 
 // Rollback ends the transaction without writing; it is safe after Commit.
-func (t *RangeTx) Rollback() { t.tx.Rollback() }
+func (t *RangeTx) Rollback() {
+	if r := t.reading; r != nil {
+		t.reading = nil
+		r.Stop()
+	}
+	t.tx.Rollback()
+}
 
 // errUsed guards the one-operation-per-transaction rule.
 var errUsed = errors.New("range transaction already used")
 
 // Advance records the blocks after the cursor up to block to: range after
-// range, in chain order, as the reader hands them over (with the next
-// ranges fetched while the current one is recorded), until it reaches to or
-// budget runs out; then it moves the cursor to the end of the last range
-// recorded. The reader's continuity rule holds: the first range continues
-// the cursor's block, else a *ViolationError and nothing is written.
+// range, in chain order, as the reader hands them over, then moves the
+// cursor to the end of the last range recorded. It goes on to the next
+// range only while that range has arrived whole and budget lasts: once it
+// holds the contracts' writer lock (at its first record) it never waits on
+// the node, so another writer of the contracts (a backfill beside the live
+// loop) waits at most for a recording, never for a round trip. The ranges
+// still in flight are the next transaction's (Writer.readAhead). The
+// reader's continuity rule holds: the first range continues the cursor's
+// block, else a *ViolationError and nothing is written.
 func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (Totals, error) {
 	if err := t.use(); err != nil {
 		return Totals{}, err
@@ -379,11 +406,11 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 		t.hintDensity(ctx)
 	}
 	deadline := time.Now().Add(budget)
-	ranges := t.w.read(ctx, readSpec{contracts: t.w.cfg.Contracts, from: cur.Block + 1, to: to, ledger: cur, deadline: deadline})
-	defer ranges.Stop()
+	ranges := t.w.readAhead(ctx, readSpec{contracts: t.w.cfg.Contracts, from: cur.Block + 1, to: to, ledger: cur, deadline: deadline})
+	t.reading = ranges
 	end := cur.Block
 	for {
-		r, err := ranges.Next()
+		r, err := ranges.Next(ctx)
 		if err != nil {
 			return Totals{}, err
 		}
@@ -398,7 +425,7 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 		t.totals.Inserted += got.inserted
 		t.totals.Duplicates += got.duplicates
 		end = int64(r.To.Number)
-		if end >= to || (!time.Now().Before(deadline) && !ranges.Ready()) {
+		if end >= to || !ranges.Ready() || !time.Now().Before(deadline) {
 			break
 		}
 	}
@@ -539,7 +566,7 @@ func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.
 		}
 		chainHash, err := t.canonicalHash(ctx, r, row.BlockNumber)
 		if err != nil {
-			return fmt.Errorf("reading block %d to check payment %d against the chain: %w", row.BlockNumber, row.ID, err)
+			return fmt.Errorf("checking payment %d against the chain: %w", row.ID, err)
 		}
 		if chainHash == row.BlockHash {
 			return fmt.Errorf("%w: payment %d (tx %s log %d) is in block %d, which is still canonical (%s), but the node's reply for blocks [%d, %d] does not hold it as recorded",
@@ -562,9 +589,56 @@ func samePayment(a, b payments.Payment) bool {
 		a.BurnedAt.Equal(b.BurnedAt)
 }
 
+// errNeedHashes says a check needs canonical hashes the writer must read
+// from the node first: the transaction, which holds the writers' lock,
+// never waits on the node for them. It rolls back; the writer reads them
+// (FetchHashes) and the next transaction finds them.
+type errNeedHashes struct{ blocks []int64 }
+
+func (e *errNeedHashes) Error() string {
+	return fmt.Sprintf("the ledger check needs the canonical hashes of blocks %v, read before the next attempt", e.blocks)
+}
+
+// NeedsHashes reports whether err asks for canonical hashes to be read
+// before the transaction is tried again (see FetchHashes).
+func NeedsHashes(err error) bool {
+	var need *errNeedHashes
+	return errors.As(err, &need)
+}
+
+// FetchHashes reads, outside any transaction, the canonical hashes err
+// asked for (NeedsHashes), for the next transaction's check to use once.
+func (w *Writer) FetchHashes(ctx context.Context, err error) error {
+	var need *errNeedHashes
+	if !errors.As(err, &need) {
+		return nil
+	}
+	hashes := map[int64]string{}
+	if err := w.canonicalHashes(ctx, need.blocks, hashes); err != nil {
+		return err
+	}
+	w.hashesMu.Lock()
+	defer w.hashesMu.Unlock()
+	if w.hashes == nil {
+		w.hashes = map[int64]string{}
+	}
+	maps.Copy(w.hashes, hashes)
+	return nil
+}
+
+// knownHash is a canonical hash FetchHashes read, used once.
+func (w *Writer) knownHash(n int64) (string, bool) {
+	w.hashesMu.Lock()
+	defer w.hashesMu.Unlock()
+	h, ok := w.hashes[n]
+	delete(w.hashes, n)
+	return h, ok
+}
+
 // canonicalHash is block n's hash on the chain now: from r when it holds
-// it, else asked of the node.
-func (t *RangeTx) canonicalHash(ctx context.Context, r chain.Range, n int64) (string, error) {
+// it, else one FetchHashes read before this transaction; otherwise an
+// errNeedHashes, and nothing is written.
+func (t *RangeTx) canonicalHash(_ context.Context, r chain.Range, n int64) (string, error) {
 	switch {
 	case n == int64(r.From.Number):
 		return hashHex(r.From.Hash), nil
@@ -576,9 +650,12 @@ func (t *RangeTx) canonicalHash(ctx context.Context, r chain.Range, n int64) (st
 			return hashHex(b.BlockHash), nil
 		}
 	}
+	if h, ok := t.w.knownHash(n); ok {
+		return h, nil
+	}
 	// A block the node does not have is an error, retried: a payment is
 	// never judged on a missing answer.
-	return t.w.hashOf(ctx, n)
+	return "", &errNeedHashes{blocks: []int64{n}}
 }
 
 // densitySample is how many committed blocks tell the log density.

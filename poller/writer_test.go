@@ -259,8 +259,25 @@ func TestWritersOfAContractRecordOneAtATime(t *testing.T) {
 	if _, err := btx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The check needs block 15's canonical hash: it is read outside the
+	// transaction, which holds the writers' lock, and the live writer
+	// tries again, as its loop does.
+	err = <-live
+	if !poller.NeedsHashes(err) {
+		t.Fatalf("live Advance = %v, want it to ask for block 15's hash", err)
+	}
+	ltx.Rollback()
+	if err := w.FetchHashes(ctx, err); err != nil {
+		t.Fatal(err)
+	}
+	ltx, err = w.Begin(ctx, ctx, h.lcfg.CursorID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ltx.Rollback()
+	_, err = ltx.Advance(ctx, 20, time.Second)
 	var v *poller.ViolationError
-	if err := <-live; !errors.As(err, &v) || v.Payment == nil || v.Payment.BlockNumber != 15 || v.OnChain == nil || v.OnChain.BlockNumber != 16 {
+	if !errors.As(err, &v) || v.Payment == nil || v.Payment.BlockNumber != 15 || v.OnChain == nil || v.OnChain.BlockNumber != 16 {
 		t.Fatalf("live Advance = %v, want a violation naming the backfilled row at 15 and the chain's at 16", err)
 	}
 	var credits int

@@ -127,18 +127,39 @@ func New(cfg Config, pool *pgxpool.Pool, reg prometheus.Registerer, log *slog.Lo
 // Register records the configured endpoints and what they receive. An
 // endpoint new to the database starts with the events committed after
 // now: a deployment adding a webhook is not sent the whole history (poller
-// webhooks retry --seq sends an older event).
+// webhooks retry --seq sends an older event). An endpoint whose row was
+// deleted (webhook_endpoints_removed, migration 13) starts again from
+// where delivery to it stood, so that deleting the row while a replica
+// still lists it, in whatever order, loses no event.
 func (d *Dispatcher) Register(ctx context.Context) error {
 	for _, e := range d.cfg.Endpoints {
-		if _, err := d.pool.Exec(ctx, `
-			INSERT INTO webhook_endpoints (endpoint, events, enqueued_seq)
-			VALUES ($1, $2, (SELECT last_seq FROM payment_event_seq))
-			ON CONFLICT (endpoint) DO UPDATE SET events = excluded.events, updated_at = now()
-			WHERE webhook_endpoints.events IS DISTINCT FROM excluded.events`, e.Label, d.cfg.Events); err != nil {
-			return fmt.Errorf("registering webhook endpoint %s: %w", e.Label, err)
+		if _, err := d.register(ctx, e.Label); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// register records endpoint label, and returns the seq it resumed from
+// when its row had been deleted (-1 otherwise).
+func (d *Dispatcher) register(ctx context.Context, label string) (int64, error) {
+	var resumed int64
+	err := d.pool.QueryRow(ctx, `
+		WITH removed AS (
+			DELETE FROM webhook_endpoints_removed r WHERE r.endpoint = $1
+			  AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE endpoint = $1)
+			RETURNING resume_seq
+		), registered AS (
+			INSERT INTO webhook_endpoints (endpoint, events, enqueued_seq)
+			VALUES ($1, $2, coalesce((SELECT resume_seq FROM removed), (SELECT last_seq FROM payment_event_seq)))
+			ON CONFLICT (endpoint) DO UPDATE SET events = excluded.events, updated_at = now()
+			WHERE webhook_endpoints.events IS DISTINCT FROM excluded.events
+		)
+		SELECT coalesce((SELECT resume_seq FROM removed), -1)`, label, d.cfg.Events).Scan(&resumed)
+	if err != nil {
+		return 0, fmt.Errorf("registering webhook endpoint %s: %w", label, err)
+	}
+	return resumed, nil
 }
 
 // Run registers the endpoints and delivers until ctx ends. It returns nil
@@ -237,6 +258,9 @@ func (d *Dispatcher) enqueueAll(ctx context.Context) error {
 	for _, e := range d.cfg.Endpoints {
 		for {
 			more, err := d.enqueue(ctx, e.Label)
+			if errors.Is(err, errEndpointGone) {
+				err = d.reregister(ctx, e.Label)
+			}
 			if err != nil {
 				return fmt.Errorf("endpoint %s: %w", e.Label, err)
 			}
@@ -248,6 +272,23 @@ func (d *Dispatcher) enqueueAll(ctx context.Context) error {
 	return nil
 }
 
+// errEndpointGone says an endpoint's row is no longer in webhook_endpoints.
+var errEndpointGone = errors.New("the endpoint's row was deleted")
+
+// reregister registers again an endpoint this replica delivers to whose row
+// was deleted, from where delivery stood, and says so loudly: the removal
+// procedure takes the URL out of every replica's WEBHOOK_URL first.
+func (d *Dispatcher) reregister(ctx context.Context, label string) error {
+	from, err := d.register(ctx, label)
+	if err != nil {
+		return err
+	}
+	d.metrics.reregistered.WithLabelValues(label).Inc()
+	d.log.Error("the row of a webhook endpoint this replica delivers to was deleted; registered it again from where delivery stood (take the URL out of WEBHOOK_URL on every replica before deleting the row)",
+		slog.String("endpoint", label), slog.Int64("resumed_after_seq", from))
+	return nil
+}
+
 // enqueue moves one endpoint's watermark over the next committed events,
 // creating a delivery for each subscribed one, in one statement: the
 // endpoint's row is locked only while the server runs it, never across a
@@ -256,7 +297,10 @@ func (d *Dispatcher) enqueueAll(ctx context.Context) error {
 // in commit order without gaps, every seq up to the highest visible one is
 // committed: the watermark never passes an event still to come.
 func (d *Dispatcher) enqueue(ctx context.Context, label string) (more bool, err error) {
-	var from, to int64
+	var (
+		from, to *int64
+		present  bool
+	)
 	err = d.pool.QueryRow(ctx, `
 		WITH ep AS (
 			SELECT endpoint, enqueued_seq, events FROM webhook_endpoints WHERE endpoint = $1
@@ -275,14 +319,17 @@ func (d *Dispatcher) enqueue(ctx context.Context, label string) (more bool, err 
 			UPDATE webhook_endpoints w SET enqueued_seq = span.to_seq, updated_at = now()
 			FROM span WHERE w.endpoint = span.endpoint AND span.to_seq > span.from_seq
 		)
-		SELECT from_seq, to_seq FROM span`, label, enqueueBatch).Scan(&from, &to)
-	if errors.Is(err, pgx.ErrNoRows) {
+		SELECT (SELECT from_seq FROM span), (SELECT to_seq FROM span),
+		       EXISTS (SELECT 1 FROM webhook_endpoints WHERE endpoint = $1)`, label, enqueueBatch).Scan(&from, &to, &present)
+	switch {
+	case err != nil:
+		return false, err
+	case !present:
+		return false, errEndpointGone
+	case from == nil:
 		return false, nil // another replica is at it
 	}
-	if err != nil {
-		return false, err
-	}
-	return to-from == enqueueBatch, nil
+	return *to-*from == enqueueBatch, nil
 }
 
 // claimed is a delivery this replica holds the lease of.

@@ -11,9 +11,10 @@ import (
 )
 
 type metrics struct {
-	deliveries *prometheus.CounterVec
-	oldest     *prometheus.GaugeVec
-	dead       *prometheus.GaugeVec
+	deliveries   *prometheus.CounterVec
+	oldest       *prometheus.GaugeVec
+	dead         *prometheus.GaugeVec
+	reregistered *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, eps []Endpoint) *metrics {
@@ -30,6 +31,10 @@ func newMetrics(reg prometheus.Registerer, eps []Endpoint) *metrics {
 			Name: "burnpoller_webhook_dead_letters",
 			Help: "Deliveries to the endpoint dead-lettered after WEBHOOK_MAX_AGE and not retried since (poller webhooks retry --dead).",
 		}, []string{"endpoint"}),
+		reregistered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burnpoller_webhook_endpoint_reregistered_total",
+			Help: "Times this replica found the row of an endpoint it delivers to deleted (webhook_endpoints) and registered it again from where delivery stood: remove the URL from WEBHOOK_URL on every replica before deleting the row.",
+		}, []string{"endpoint"}),
 	}
 	for _, e := range eps {
 		for _, r := range []string{ResultDelivered, ResultFailed, ResultDead} {
@@ -37,8 +42,9 @@ func newMetrics(reg prometheus.Registerer, eps []Endpoint) *metrics {
 		}
 		m.oldest.WithLabelValues(e.Label)
 		m.dead.WithLabelValues(e.Label)
+		m.reregistered.WithLabelValues(e.Label)
 	}
-	reg.MustRegister(m.deliveries, m.oldest, m.dead)
+	reg.MustRegister(m.deliveries, m.oldest, m.dead, m.reregistered)
 	return m
 }
 
@@ -71,11 +77,7 @@ func Status(ctx context.Context, pool *pgxpool.Pool, detail bool) ([]EndpointSta
 		        WHERE d.endpoint = e.endpoint AND d.dead_at IS NOT NULL AND d.delivered_at IS NULL),
 		       CASE WHEN $1 THEN (SELECT count(*) FROM webhook_deliveries d
 		                          WHERE d.endpoint = e.endpoint AND d.delivered_at IS NOT NULL) ELSE 0 END,
-		       coalesce(extract(epoch FROM now() - least(
-		           (SELECT min(ev.created_at) FROM webhook_deliveries d JOIN payment_events ev ON ev.seq = d.seq
-		            WHERE d.endpoint = e.endpoint AND d.delivered_at IS NULL AND d.dead_at IS NULL),
-		           (SELECT min(ev.created_at) FROM payment_events ev
-		            WHERE ev.seq > e.enqueued_seq AND ev.kind = ANY(e.events)))), 0)::float8,
+		       `+oldestOwed+`,
 		       (SELECT count(*) FROM payment_events ev WHERE ev.seq > e.enqueued_seq AND ev.kind = ANY(e.events))
 		FROM webhook_endpoints e CROSS JOIN payment_event_seq s
 		ORDER BY e.endpoint`, detail)
@@ -94,22 +96,62 @@ func Status(ctx context.Context, pool *pgxpool.Pool, detail bool) ([]EndpointSta
 	})
 }
 
+// oldestOwed is the age in seconds of the oldest event owed to endpoint e
+// and neither delivered nor dead-lettered (0 when none): the first
+// undelivered delivery by seq (the deliveries' partial index holds only
+// those), or else the first subscribed event not queued yet. Each is one
+// lookup, whatever the endpoint's history or how far behind it is.
+const oldestOwed = `coalesce(extract(epoch FROM now() - least(
+		(SELECT ev.created_at FROM payment_events ev WHERE ev.seq = (
+		    SELECT min(d.seq) FROM webhook_deliveries d
+		    WHERE d.endpoint = e.endpoint AND d.delivered_at IS NULL AND d.dead_at IS NULL)),
+		(SELECT ev.created_at FROM payment_events ev
+		 WHERE ev.seq > e.enqueued_seq AND ev.kind = ANY(e.events) ORDER BY ev.seq LIMIT 1))), 0)::float8`
+
+// gauges reads, for the metrics of the endpoints named, the age of the
+// oldest event owed and the dead letters: bounded lookups only, so that an
+// endpoint far behind (or one no replica delivers to any more) costs the
+// same as any other, and an endpoint not named costs nothing.
+func gauges(ctx context.Context, pool *pgxpool.Pool, labels []string) (map[string][2]float64, error) {
+	rows, err := pool.Query(ctx, `
+		SELECT e.endpoint, `+oldestOwed+`,
+		       (SELECT count(*) FROM webhook_deliveries d
+		        WHERE d.endpoint = e.endpoint AND d.dead_at IS NOT NULL AND d.delivered_at IS NULL)::float8
+		FROM webhook_endpoints e WHERE e.endpoint = ANY($1)`, labels)
+	if err != nil {
+		return nil, fmt.Errorf("reading webhook gauges: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][2]float64{}
+	for rows.Next() {
+		var (
+			label        string
+			oldest, dead float64
+		)
+		if err := rows.Scan(&label, &oldest, &dead); err != nil {
+			return nil, fmt.Errorf("reading webhook gauges: %w", err)
+		}
+		out[label] = [2]float64{oldest, dead}
+	}
+	return out, rows.Err()
+}
+
 // observe refreshes the gauges from the database.
 func (d *Dispatcher) observe(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := Status(ctx, d.pool, false)
+	labels := make([]string, len(d.cfg.Endpoints))
+	for i, e := range d.cfg.Endpoints {
+		labels[i] = e.Label
+	}
+	g, err := gauges(ctx, d.pool, labels)
 	if err != nil {
 		d.log.Debug("reading webhook status for the metrics", "err", err)
 		return
 	}
-	for _, s := range st {
-		for _, e := range d.cfg.Endpoints {
-			if e.Label == s.Endpoint {
-				d.metrics.oldest.WithLabelValues(s.Endpoint).Set(s.OldestUndelivered)
-				d.metrics.dead.WithLabelValues(s.Endpoint).Set(float64(s.DeadLetters))
-			}
-		}
+	for label, v := range g {
+		d.metrics.oldest.WithLabelValues(label).Set(v[0])
+		d.metrics.dead.WithLabelValues(label).Set(v[1])
 	}
 }
 

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/consume"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/service"
 )
@@ -24,19 +26,24 @@ const eventsPage = 1000
 // while the session reconnects.
 const eventsRecheck = 5 * time.Second
 
+// eventsRemembered is how many printed events --follow remembers (seq and
+// event_id), to find where to go on from when the table loses its tail.
+const eventsRemembered = 10_000
+
 // cmdEvents prints payment lifecycle events from payment_events in seq
-// order: those after --since, then, with --follow, each as it commits.
-// Seqs are gap-free in commit order, so reading "seq > last" never misses
-// one; a notification on burnpoller_events only says when to read (anyone
-// who can connect may send one), and what is printed always comes from the
-// table. After a lost session it resumes after the last seq printed.
-// `poller tail` is `poller events --follow` from the current last event.
+// order: those after --since, then, with --follow, each as it commits
+// (consume.Follower: a notification on burnpoller_events only says when to
+// read, and what is printed always comes from the table). When the table
+// no longer holds what was printed (an asynchronous failover lost its
+// tail), it goes on after the last printed event the table still holds,
+// says so, and prints what follows again. `poller tail` is `poller events
+// --follow` from the current last event.
 func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("poller "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	since := fs.Int64("since", -1, "print the events after this seq (default: every event; for tail, the events from now on)")
 	follow := fs.Bool("follow", name == "tail", "keep printing events as they commit, until SIGINT or SIGTERM")
-	asJSON := fs.Bool("json", false, "print each event as a JSON line (the webhook body)")
+	asJSON := fs.Bool("json", false, "print each event as a JSON line (the webhook body, every value in full)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -49,12 +56,17 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int {
-		p := &eventPrinter{store: payments.NewStore(pool), w: stdout, asJSON: *asJSON, last: max(*since, 0)}
-		if *since < 0 && name == "tail" {
-			p.last = -1 // from the last event when it first connects
+		p := &eventPrinter{store: payments.NewStore(pool), pool: pool, w: stdout, asJSON: *asJSON, now: time.Now}
+		start, err := startPosition(ctx, pool, *since, name == "tail")
+		if err != nil {
+			log.Error("reading events", slog.Any("err", err))
+			if errors.Is(err, errSinceAhead) {
+				return exitUsage
+			}
+			return exitFailure
 		}
 		if !*follow {
-			if err := p.catchUp(ctx); err != nil {
+			if err := p.catchUp(ctx, start.Seq); err != nil {
 				log.Error("reading events", slog.Any("err", err))
 				return exitFailure
 			}
@@ -72,95 +84,173 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 			log.Error("following events", slog.Any("err", err))
 			return exitUsage
 		}
-		b := service.StartupBackoff()
-		for ctx.Err() == nil {
-			err := p.follow(ctx, sessions)
-			if ctx.Err() != nil {
-				break
-			}
-			wait := b.NextBackOff()
-			log.Warn("following events failed; reconnecting", slog.Any("err", err),
-				slog.Int64("last_seq", p.last), slog.Duration("retry_in", wait))
-			select {
-			case <-ctx.Done():
-			case <-time.After(wait):
-			}
+		if err := p.follow(ctx, start, sessions, log); err != nil {
+			log.Error("following events", slog.Any("err", err))
+			return exitFailure
 		}
 		return exitOK
 	})
 }
 
-// eventPrinter prints events after last, in seq order, each once.
-type eventPrinter struct {
-	store  *payments.Store
-	w      io.Writer
-	asJSON bool
-	last   int64
+// errSinceAhead means --since names a seq the table does not reach.
+var errSinceAhead = errors.New("--since is beyond the last event")
+
+// startPosition is where printing starts: after --since, after the last
+// event for tail, else from the first.
+func startPosition(ctx context.Context, pool *pgxpool.Pool, since int64, tail bool) (consume.Position, error) {
+	switch {
+	case since < 0 && tail:
+		return consume.LastPosition(ctx, pool)
+	case since <= 0:
+		return consume.Position{}, nil
+	}
+	last, err := consume.LastPosition(ctx, pool)
+	if err != nil {
+		return consume.Position{}, err
+	}
+	if since > last.Seq {
+		return consume.Position{}, fmt.Errorf("%w: --since %d, last seq %d", errSinceAhead, since, last.Seq)
+	}
+	return consume.PositionAt(ctx, pool, since)
 }
 
-// catchUp prints every committed event after the last printed.
-func (p *eventPrinter) catchUp(ctx context.Context) error {
+// eventPrinter prints events in seq order, each once.
+type eventPrinter struct {
+	store  *payments.Store
+	pool   *pgxpool.Pool
+	w      io.Writer
+	asJSON bool
+	now    func() time.Time
+	// printed are the positions of the events printed last, oldest first.
+	printed []consume.Position
+}
+
+// catchUp prints every committed event after seq after.
+func (p *eventPrinter) catchUp(ctx context.Context, after int64) error {
 	for {
-		evs, err := p.store.Events(ctx, p.last, eventsPage)
+		evs, err := p.store.Events(ctx, after, eventsPage)
 		if err != nil {
 			return err
 		}
-		for _, e := range evs {
-			if err := p.print(e); err != nil {
-				return err
-			}
-			p.last = e.Seq
+		if err := p.printAll(ctx, evs); err != nil {
+			return err
 		}
 		if len(evs) < eventsPage {
 			return nil
 		}
+		after = evs[len(evs)-1].Seq
 	}
 }
 
-// follow LISTENs on one session, catches up, and catches up again on each
-// notification (or every eventsRecheck) until the session fails or ctx
-// ends.
-func (p *eventPrinter) follow(ctx context.Context, pool *pgxpool.Pool) error {
-	pc, err := pool.Acquire(ctx)
+// follow prints the events after start, then each as it commits, until
+// ctx ends; a lost session is retried with back-off.
+func (p *eventPrinter) follow(ctx context.Context, start consume.Position, sessions *pgxpool.Pool, log *slog.Logger) error {
+	f, err := consume.NewFollower(p.pool, start, consume.ListenOn(sessions), consume.PollInterval(eventsRecheck),
+		consume.BatchSize(eventsPage), consume.Logger(log))
 	if err != nil {
-		return fmt.Errorf("acquiring a session to listen on: %w", err)
+		return err
 	}
-	// A LISTENing session is never returned to the pool.
-	conn := pc.Hijack()
-	defer func() {
-		// Bounded: a hung socket must not hold the exit.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+payments.EventsChannel); err != nil {
-		return fmt.Errorf("listening on %s: %w", payments.EventsChannel, err)
+	b := service.StartupBackoff()
+	for ctx.Err() == nil {
+		if err := f.Start(ctx); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			wait := b.NextBackOff()
+			log.Warn("following events failed; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
+			sleepCtx(ctx, wait)
+			continue
+		}
+		break
 	}
-	if p.last < 0 {
-		last, err := p.store.LastSeq(ctx)
-		if err != nil {
-			return err
+	defer f.Stop()
+	for ctx.Err() == nil {
+		evs, err := f.Next(ctx)
+		var diverged *consume.DivergedError
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.As(err, &diverged):
+			at, rerr := f.Rewind(ctx, p.printed)
+			if rerr != nil {
+				err = rerr
+				break
+			}
+			p.forgetAfter(at.Seq)
+			log.Warn("the database no longer holds events this command printed (an asynchronous failover lost them?); going on after the last printed event it still holds: the events after it are printed again, with their event_id",
+				slog.Int64("printed_up_to_seq", diverged.At.Seq), slog.Int64("last_seq_now", diverged.Last),
+				slog.Int64("going_on_after_seq", at.Seq))
+			continue
+		case err == nil:
+			b.Reset()
+			if err := p.printAll(ctx, evs); err != nil {
+				return err
+			}
+			continue
 		}
-		p.last = last
+		wait := b.NextBackOff()
+		log.Warn("following events failed; retrying", slog.Any("err", err),
+			slog.Int64("last_seq", f.Position().Seq), slog.Duration("retry_in", wait))
+		sleepCtx(ctx, wait)
 	}
-	for {
-		// Listening first, then reading: nothing committed in between
-		// goes unnoticed.
-		if err := p.catchUp(ctx); err != nil {
-			return err
-		}
-		wctx, cancel := context.WithTimeout(ctx, eventsRecheck)
-		_, err := conn.WaitForNotification(wctx)
-		cancel()
-		// Only the recheck's own timeout on a live session is not a
-		// failure.
-		if err != nil && (ctx.Err() != nil || wctx.Err() == nil || conn.IsClosed()) {
-			return fmt.Errorf("waiting for a notification: %w", err)
-		}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
-func (p *eventPrinter) print(e payments.Event) error {
+// forgetAfter drops the printed positions above seq: they are printed again.
+func (p *eventPrinter) forgetAfter(seq int64) {
+	for len(p.printed) > 0 && p.printed[len(p.printed)-1].Seq > seq {
+		p.printed = p.printed[:len(p.printed)-1]
+	}
+}
+
+func (p *eventPrinter) printAll(ctx context.Context, evs []payments.Event) error {
+	var heads map[uint64]int64
+	if !p.asJSON && len(evs) > 0 {
+		heads = p.heads(ctx)
+	}
+	for _, e := range evs {
+		if err := p.print(e, heads); err != nil {
+			return err
+		}
+		p.printed = append(p.printed, consume.Position{Seq: e.Seq, EventID: e.EventID})
+	}
+	if n := len(p.printed) - eventsRemembered; n > 0 {
+		p.printed = append(p.printed[:0], p.printed[n:]...)
+	}
+	return nil
+}
+
+// heads reads the head of each chain as head tracking last recorded it, for
+// confirmations; none when it cannot (the line then shows none).
+func (p *eventPrinter) heads(ctx context.Context) map[uint64]int64 {
+	out := map[uint64]int64{}
+	rows, err := p.pool.Query(ctx, `SELECT chain_id, block_number FROM chain_heads`)
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			chainID int64
+			block   int64
+		)
+		if rows.Scan(&chainID, &block) == nil {
+			out[uint64(chainID)] = block
+		}
+	}
+	return out
+}
+
+func (p *eventPrinter) print(e payments.Event, heads map[uint64]int64) error {
 	if p.asJSON {
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -169,11 +259,42 @@ func (p *eventPrinter) print(e payments.Event) error {
 		_, err = fmt.Fprintf(p.w, "%s\n", b)
 		return err
 	}
-	payment := "-"
-	if e.PaymentID != 0 {
-		payment = fmt.Sprint(e.PaymentID)
-	}
-	_, err := fmt.Fprintf(p.w, "seq=%d kind=%s chain=%d tx=%s log=%d block=%d block_hash=%s payer=%s digest=%s amount=%s payment=%s\n",
-		e.Seq, e.Kind, e.ChainID, e.TxHash, e.LogIndex, e.BlockNumber, e.BlockHash, e.Payer, e.Digest, e.Amount, payment)
+	_, err := fmt.Fprintln(p.w, eventLine(e, heads, p.now()))
 	return err
+}
+
+// eventLine is one event for a person at a terminal: time, seq, kind,
+// amount, payer and transaction shortened, block and confirmations (as
+// head tracking last saw the head), and the reason when there is one.
+// --json prints every value in full.
+func eventLine(e payments.Event, heads map[uint64]int64, now time.Time) string {
+	at := e.CreatedAt.UTC()
+	when := at.Format("15:04:05")
+	if y, m, d := at.Date(); y != now.UTC().Year() || m != now.UTC().Month() || d != now.UTC().Day() {
+		when = at.Format("2006-01-02 15:04:05")
+	}
+	confs := ""
+	if h, ok := heads[e.ChainID]; ok && h >= e.BlockNumber {
+		confs = fmt.Sprintf(" %d conf", h-e.BlockNumber+1)
+	}
+	amount := "-"
+	if e.Amount != nil {
+		amount = shorten(e.Amount.String(), 24)
+	}
+	line := fmt.Sprintf("%s #%d %-9s %s from %s tx %s/%d block %d%s", when, e.Seq, e.Kind, amount,
+		shorten(e.Payer, 13), shorten(e.TxHash, 13), e.LogIndex, e.BlockNumber, confs)
+	if e.Reason != "" {
+		line += " (" + e.Reason + ")"
+	}
+	return line
+}
+
+// shorten keeps s when it fits in n characters, else its start and end
+// around an ellipsis.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	keep := (n - 1) / 2
+	return s[:keep+(n-1)%2] + "…" + s[len(s)-keep:]
 }

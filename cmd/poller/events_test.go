@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/consume"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/payments"
 )
@@ -106,11 +108,13 @@ func TestEventsPrintsBySeq(t *testing.T) {
 		}
 	}
 	var out, errOut bytes.Buffer
+	// For a person: one short line (time, seq, kind, amount, payer and
+	// tx shortened, block); --json has every value in full.
 	if code := run([]string{"events", "--since", "4"}, &out, &errOut); code != 0 ||
-		!strings.HasPrefix(out.String(), "seq=5 kind=seen chain=1337 tx=0x") || !strings.Contains(out.String(), " amount=5 payment=-\n") {
+		!strings.Contains(out.String(), " #5 seen      5 from 0x1212…121212 tx 0x0000…000005/0 block 5\n") || len(out.String()) > 100 {
 		t.Fatalf("table form: exit %d, %q", code, out.String())
 	}
-	for _, bad := range [][]string{{"events", "--since", "-2"}, {"events", "x"}, {"tail", "--nope"}} {
+	for _, bad := range [][]string{{"events", "--since", "-2"}, {"events", "--since", "6"}, {"events", "x"}, {"tail", "--nope"}} {
 		if code := run(bad, &out, &errOut); code != exitUsage {
 			t.Errorf("%v exited %d, want %d", bad, code, exitUsage)
 		}
@@ -125,15 +129,8 @@ func TestEventsFollowNeverMissesOrRepeats(t *testing.T) {
 	pool, _ := pgtest.NewPool(t)
 	recordEvents(t, pool, 3)
 	out := &lockedBuffer{}
-	p := &eventPrinter{store: payments.NewStore(pool), w: out, asJSON: true}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		for ctx.Err() == nil {
-			_ = p.follow(ctx, pool)
-		}
-		done <- nil
-	}()
+	done := followInBackground(ctx, t, pool, out, &lockedBuffer{})
 	defer func() { cancel(); <-done }()
 	wait := func(n int) {
 		t.Helper()
@@ -162,5 +159,80 @@ func TestEventsFollowNeverMissesOrRepeats(t *testing.T) {
 	wait(22)
 	if got := seqsPrinted(t, out.String()); fmt.Sprint(got) != fmt.Sprint(consecutive(1, 22)) {
 		t.Fatalf("printed %v, want 1..22 once each", got)
+	}
+}
+
+// followInBackground runs events --follow --json from the first event,
+// printing to out and logging to logs, until ctx ends.
+func followInBackground(ctx context.Context, t *testing.T, pool *pgxpool.Pool, out, logs *lockedBuffer) <-chan error {
+	t.Helper()
+	p := &eventPrinter{store: payments.NewStore(pool), pool: pool, w: out, asJSON: true, now: time.Now}
+	done := make(chan error, 1)
+	go func() { done <- p.follow(ctx, consume.Position{}, pool, slog.New(slog.NewJSONHandler(logs, nil))) }()
+	return done
+}
+
+// TestEventsFollowGoesOnAfterATailLoss: the follower printed seqs 1-4; an
+// asynchronous failover lost seqs 3 and 4 and set the counter back, and the
+// new primary numbers other events 3, 4 and 5. The follower notices, says
+// so, and goes on after seq 2, the last it printed that the table still
+// holds: it prints the new 3, 4 and 5, none of them skipped.
+func TestEventsFollowGoesOnAfterATailLoss(t *testing.T) {
+	pool, _ := pgtest.NewPool(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	recordEvents(t, pool, 4)
+	out, logs := &lockedBuffer{}, &lockedBuffer{}
+	done := followInBackground(ctx, t, pool, out, logs)
+	defer func() { cancel(); <-done }()
+	idsAt := func() map[int64]string {
+		evs, err := payments.NewStore(pool).Events(ctx, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[int64]string{}
+		for _, e := range evs {
+			m[e.Seq] = e.EventID
+		}
+		return m
+	}
+	waitPrinted := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for len(seqsPrinted(t, out.String())) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %d events; printed %v", n, seqsPrinted(t, out.String()))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitPrinted(4)
+	lost := idsAt()
+	// The failover: the tail is gone, and the counter with it.
+	if _, err := pool.Exec(ctx, `DELETE FROM payment_events WHERE seq > 2`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE payment_event_seq SET last_seq = 2`); err != nil {
+		t.Fatal(err)
+	}
+	recordEvents(t, pool, 3)
+	now := idsAt()
+	if now[3] == lost[3] || now[4] == lost[4] {
+		t.Fatal("the new primary's events have the lost ones' ids: the test proves nothing")
+	}
+	waitPrinted(7)
+	var ids []string
+	for line := range strings.Lines(out.String()) {
+		var e payments.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.EventID)
+	}
+	want := []string{lost[1], lost[2], lost[3], lost[4], now[3], now[4], now[5]}
+	if fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Fatalf("printed %v, want %v", ids, want)
+	}
+	if !strings.Contains(logs.String(), "no longer holds events this command printed") || !strings.Contains(logs.String(), `"going_on_after_seq":2`) {
+		t.Fatalf("no warning naming where it went on from:\n%s", logs.String())
 	}
 }
