@@ -283,23 +283,13 @@ func (e *Endpoints) quorumHeaders(ctx context.Context, ns []uint64) (map[uint64]
 		return hex.EncodeToString(h.Sum(nil))
 	}
 	for {
-		counts := map[string]int{}
-		for _, r := range replies {
-			counts[r.sum]++
-			if counts[r.sum] >= k {
-				for _, o := range replies {
-					if o.sum != r.sum {
-						if qo, ok := e.obs.(QuorumObserver); ok {
-							qo.Disagreement(o.ep.c.String())
-						}
-						e.log.Error("endpoints disagree on block hashes; the dissenting answer is not used",
-							slog.String("endpoint", o.ep.c.String()), slog.String("other_endpoint", r.ep.c.String()))
-						e.fail(context.Background(), o.ep, o.ep.c.badReply("eth_getBlockByNumber",
-							fmt.Errorf("%w: its block hashes differ from the quorum's", ErrBadReply)))
-					}
+		if i, ok := agreedOn(replies, func(r reply) string { return r.sum }, k); ok {
+			for _, o := range replies {
+				if o.sum != replies[i].sum {
+					e.dissentHeaders(o.ep, replies[i].ep)
 				}
-				return r.hs, nil
 			}
+			return replies[i].hs, nil
 		}
 		ep, _, err := e.pick(ctx, tried)
 		if err != nil {
@@ -325,6 +315,30 @@ func (e *Endpoints) quorumHeaders(ctx context.Context, ns []uint64) (map[uint64]
 	}
 	return nil, &Error{Class: ClassBadReply, Endpoint: e.String(), Method: "eth_getBlockByNumber",
 		Err: fmt.Errorf("%w: block hashes: %d endpoints answered, no %d of them alike", ErrQuorumDisagreement, len(replies), k)}
+}
+
+// agreedOn returns the index of an item that k items share by sum.
+func agreedOn[T any](items []T, sum func(T) string, k int) (int, bool) {
+	counts := map[string]int{}
+	for i, it := range items {
+		counts[sum(it)]++
+		if counts[sum(it)] >= k {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// dissentHeaders logs, counts and demotes an endpoint whose block hashes
+// differ from the quorum's (other's).
+func (e *Endpoints) dissentHeaders(ep, other *endpoint) {
+	if qo, ok := e.obs.(QuorumObserver); ok {
+		qo.Disagreement(ep.c.String())
+	}
+	e.log.Error("endpoints disagree on block hashes; the dissenting answer is not used",
+		slog.String("endpoint", ep.c.String()), slog.String("other_endpoint", other.c.String()))
+	e.fail(context.Background(), ep, ep.c.badReply("eth_getBlockByNumber",
+		fmt.Errorf("%w: its block hashes differ from the quorum's", ErrBadReply)))
 }
 
 // fingerprint digests what a quorum compares: the end blocks, their hashes

@@ -396,7 +396,10 @@ func TestChaos(t *testing.T) {
 		t.Error("webhook receiver:", p)
 	}
 	{
+		// A replica restarted by the last fault may not have installed its
+		// signal handling yet: SIGTERM then kills it outright.
 		p := replicas[0].current()
+		waitFor(t, time.Minute, p.name+" started", func() bool { return strings.Contains(p.out.String(), "burnpoller starting") })
 		p.signal(syscall.SIGTERM)
 		if code := p.wait(t, 15*time.Second); code != 0 {
 			t.Errorf("%s exited %d after SIGTERM", p.name, code)

@@ -239,12 +239,13 @@ func (r *rpcRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		_ = json.Unmarshal(body, &c)
 		calls = []call{c}
 	}
+	// The time a request is made is when it arrives, before the delay.
+	at := time.Now()
 	for _, c := range calls {
 		if c.Method != "eth_getLogs" || len(c.Params) == 0 {
 			continue
 		}
 		time.Sleep(r.delay)
-		at := time.Now()
 		var f struct {
 			From hexutil.Uint64 `json:"fromBlock"`
 			To   hexutil.Uint64 `json:"toBlock"`

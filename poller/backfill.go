@@ -118,11 +118,60 @@ func Backfill(ctx context.Context, w *Writer, cfg BackfillConfig) (BackfillProgr
 		cfg.MaxBackoff = defaultMaxBackoff
 	}
 	start := time.Now()
-	prog := BackfillProgress{CursorID: cfg.ID, From: cfg.From, To: cfg.To}
 	defer w.ForgetAhead()
-
+	prog, err := startBackfill(ctx, w, &cfg)
+	if err != nil {
+		return prog, err
+	}
 	// A chunk in flight may finish after ctx ends, within its own timeout.
 	hard := context.WithoutCancel(ctx)
+	b := newBackoff(cfg.MaxBackoff)
+	failures := 0
+	for {
+		prog.Elapsed = time.Since(start).Seconds()
+		if prog.Done >= prog.Total {
+			prog.Complete = true
+			return prog, nil
+		}
+		if ctx.Err() != nil {
+			return prog, ErrInterrupted
+		}
+		res, err := backfillChunk(ctx, hard, w, cfg)
+		if err == nil {
+			failures = 0
+			b.Reset()
+			prog.add(res, cfg.From)
+			prog.Elapsed = time.Since(start).Seconds()
+			if cfg.Progress != nil {
+				cfg.Progress(prog)
+			}
+			continue
+		}
+		if err := chunkFailed(ctx, w, err); err != nil {
+			return prog, err
+		}
+		if NeedsHashes(err) {
+			// Read outside the transaction what its check needs, and
+			// go on at once.
+			if err = w.FetchHashes(ctx, err); err == nil {
+				continue
+			}
+		}
+		failures++
+		if failures >= cfg.MaxAttempts {
+			return prog, fmt.Errorf("giving up after %d failed attempts: %w", failures, err)
+		}
+		wait := retryWait(b, err, cfg.MaxBackoff)
+		w.log.Error("backfill chunk failed; rolled back, retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
+		sleep(ctx, wait, nil)
+	}
+}
+
+// startBackfill checks the range against the target (resolving To -1 in
+// cfg), seeds or restarts the backfill's cursor, and returns where it
+// stands.
+func startBackfill(ctx context.Context, w *Writer, cfg *BackfillConfig) (BackfillProgress, error) {
+	prog := BackfillProgress{CursorID: cfg.ID, From: cfg.From, To: cfg.To}
 	target, err := w.node.Target(ctx)
 	if err != nil {
 		return prog, interrupted(ctx, fmt.Errorf("reading the target: %w", err))
@@ -160,59 +209,35 @@ func Backfill(ctx context.Context, w *Writer, cfg BackfillConfig) (BackfillProgr
 	}
 	prog.Done = max(min(cur.Block, cfg.To)-int64(cfg.From)+1, 0)
 	prog.DoneBefore = prog.Done
+	return prog, nil
+}
 
-	b := newBackoff(cfg.MaxBackoff)
-	failures := 0
-	for {
-		prog.Elapsed = time.Since(start).Seconds()
-		if prog.Done >= prog.Total {
-			prog.Complete = true
-			return prog, nil
-		}
-		if ctx.Err() != nil {
-			return prog, ErrInterrupted
-		}
-		res, err := backfillChunk(ctx, hard, w, cfg)
-		if err == nil {
-			failures = 0
-			b.Reset()
-			prog.Done = res.To - int64(cfg.From) + 1
-			prog.Logs += int64(res.Logs)
-			prog.Inserted += res.Inserted
-			prog.Duplicates += res.Duplicates
-			prog.Rejected += int64(res.Rejected)
-			prog.Elapsed = time.Since(start).Seconds()
-			if cfg.Progress != nil {
-				cfg.Progress(prog)
-			}
-			continue
-		}
-		if ctx.Err() != nil {
-			return prog, ErrInterrupted
-		}
-		var v *ViolationError
-		if errors.As(err, &v) {
-			LogViolation(ctx, w.log, v)
-			return prog, err
-		}
-		if errors.Is(err, ErrBackfillBusy) || errors.Is(err, payments.ErrHookMismatch) {
-			return prog, err
-		}
-		if NeedsHashes(err) {
-			// Read outside the transaction what its check needs, and
-			// go on at once.
-			if err = w.FetchHashes(ctx, err); err == nil {
-				continue
-			}
-		}
-		failures++
-		if failures >= cfg.MaxAttempts {
-			return prog, fmt.Errorf("giving up after %d failed attempts: %w", failures, err)
-		}
-		wait := retryWait(b, err, cfg.MaxBackoff)
-		w.log.Error("backfill chunk failed; rolled back, retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
-		sleep(ctx, wait, nil)
+// add counts a committed chunk.
+func (p *BackfillProgress) add(res Totals, from uint64) {
+	p.Done = res.To - int64(from) + 1
+	p.Logs += int64(res.Logs)
+	p.Inserted += res.Inserted
+	p.Duplicates += res.Duplicates
+	p.Rejected += int64(res.Rejected)
+}
+
+// chunkFailed returns the error that ends the backfill for a chunk's
+// failure err (nil when the chunk is to be tried again): a stop, a finality
+// violation (logged), another backfill holding the cursor, or a hook the
+// contract does not agree on.
+func chunkFailed(ctx context.Context, w *Writer, err error) error {
+	if ctx.Err() != nil {
+		return ErrInterrupted
 	}
+	var v *ViolationError
+	if errors.As(err, &v) {
+		LogViolation(ctx, w.log, v)
+		return err
+	}
+	if errors.Is(err, ErrBackfillBusy) || errors.Is(err, payments.ErrHookMismatch) {
+		return err
+	}
+	return nil
 }
 
 // interrupted is err, or ErrInterrupted when ctx ended (the error is then

@@ -92,35 +92,10 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	to := min(top, from+span-1)
 	res := HeadTotals{From: from, To: to, Head: head, Behind: to < top}
 
-	// The canonical burns of this step, read as every writer reads (the
-	// first range continues the cursor's block, or where the last pass
-	// stood). Nothing read here is credited: no receipts, no quorum.
-	var (
-		burns []chain.Burn
-		end   = after
-	)
-	if from <= to {
-		ranges := w.read(chain.CreditsNothing(ctx), readSpec{contracts: w.cfg.Contracts, from: from, to: to, ledger: cur, after: after})
-		defer ranges.Stop()
-		for !ranges.Done() {
-			r, err := ranges.Next(ctx)
-			if errors.Is(err, chain.ErrBadReply) && from > cur.Block+1 {
-				// The chain no longer continues where the last pass
-				// stood: it reorganised above the cursor. Start again
-				// from the cursor, now.
-				return w.restartHead(t, ctx, id, cur, head)
-			}
-			if err != nil {
-				// At the cursor, the ledger's next poll judges; above
-				// it, the head moved while we read. Either way
-				// nothing is written now.
-				return HeadTotals{}, fmt.Errorf("reading burns above the target: %w", err)
-			}
-			burns = append(burns, r.Burns...)
-		}
-		end = ranges.End()
+	ps, end, err := w.readHeadStep(ctx, cur, from, to, after)
+	if errors.Is(err, errHeadRestart) {
+		return w.restartHead(t, ctx, id, cur, head)
 	}
-	ps, err := toPayments(w.cfg.ChainID, burns)
 	if err != nil {
 		return HeadTotals{}, err
 	}
@@ -170,6 +145,39 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	res.Seen, res.Retracted = totals.Events[payments.KindSeen], totals.Events[payments.KindRetracted]
 	res.Pending = d.pending
 	return res, nil
+}
+
+// errHeadRestart says the chain no longer continues where the last head
+// tracking pass stood: it reorganised above the cursor.
+var errHeadRestart = errors.New("the chain reorganised above the cursor")
+
+// readHeadStep reads the canonical burns of blocks [from, to] as every
+// writer reads (the first range continues the cursor's block, or after,
+// where the last pass stood), and returns them with the hash of block to
+// (after when nothing was read). Nothing read here is credited: no
+// receipts, no quorum.
+func (w *Writer) readHeadStep(ctx context.Context, cur payments.Cursor, from, to int64, after string) ([]payments.Payment, string, error) {
+	if from > to {
+		return nil, after, nil
+	}
+	ranges := w.read(chain.CreditsNothing(ctx), readSpec{contracts: w.cfg.Contracts, from: from, to: to, ledger: cur, after: after})
+	defer ranges.Stop()
+	var burns []chain.Burn
+	for !ranges.Done() {
+		r, err := ranges.Next(ctx)
+		if errors.Is(err, chain.ErrBadReply) && from > cur.Block+1 {
+			return nil, "", errHeadRestart
+		}
+		if err != nil {
+			// At the cursor, the ledger's next poll judges; above it,
+			// the head moved while we read. Either way nothing is
+			// written now.
+			return nil, "", fmt.Errorf("reading burns above the target: %w", err)
+		}
+		burns = append(burns, r.Burns...)
+	}
+	ps, err := toPayments(w.cfg.ChainID, burns)
+	return ps, ranges.End(), err
 }
 
 // headStart is where a pass reads from, and the hash its first block must

@@ -114,30 +114,8 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 		return ResetResult{}, err
 	}
 	if opts.MarkOrphaned {
-		// A writer may have recorded blocks since the first read: their
-		// hashes too, with the contract's writers held off meanwhile.
-		if err := t.lockWriters(tctx); err != nil {
+		if res.Orphaned, err = t.markOrphaned(tctx, to, hashes); err != nil {
 			return ResetResult{}, err
-		}
-		blocks, err := t.tx.PaymentBlocksAbove(tctx, w.cfg.ChainID, w.contracts(), to)
-		if err != nil {
-			return ResetResult{}, err
-		}
-		if err := w.canonicalHashes(tctx, blocks, hashes); err != nil {
-			return ResetResult{}, err
-		}
-		known := make([]int64, 0, len(blocks))
-		canon := make([]string, 0, len(blocks))
-		for _, b := range blocks {
-			known, canon = append(known, b), append(canon, hashes[b])
-		}
-		if res.Orphaned, err = t.tx.MarkOrphanedOffChain(tctx, w.cfg.ChainID, w.contracts(), to, known, canon); err != nil {
-			return ResetResult{}, err
-		}
-		// A payment of a dropped branch is retracted like a burn seen
-		// at the head: consumers learn of it by the same events.
-		for _, r := range res.Orphaned {
-			t.retract(r.Payment, "")
 		}
 	}
 	if err := t.tx.MoveCursor(tctx, id, cur.Block, to, hash); err != nil {
@@ -153,6 +131,39 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 			slog.String("chain_hash", hashes[r.BlockNumber]), slog.String("payer", r.Payer), slog.String("amount", r.Amount.String()))
 	}
 	return res, nil
+}
+
+// markOrphaned marks the payments above block to whose blocks the chain
+// no longer holds as orphaned, and retracts them: a payment of a dropped
+// branch is retracted like a burn seen at the head, so consumers learn of
+// it by the same events. hashes holds canonical hashes read before the
+// lock; a writer may have recorded blocks since, whose hashes are read too,
+// with the contract's writers held off meanwhile.
+func (t *RangeTx) markOrphaned(ctx context.Context, to int64, hashes map[int64]string) ([]payments.Recorded, error) {
+	w := t.w
+	if err := t.lockWriters(ctx); err != nil {
+		return nil, err
+	}
+	blocks, err := t.tx.PaymentBlocksAbove(ctx, w.cfg.ChainID, w.contracts(), to)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.canonicalHashes(ctx, blocks, hashes); err != nil {
+		return nil, err
+	}
+	known := make([]int64, 0, len(blocks))
+	canon := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		known, canon = append(known, b), append(canon, hashes[b])
+	}
+	orphaned, err := t.tx.MarkOrphanedOffChain(ctx, w.cfg.ChainID, w.contracts(), to, known, canon)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range orphaned {
+		t.retract(r.Payment, "")
+	}
+	return orphaned, nil
 }
 
 // hashBatch is how many blocks' headers one call asks for.

@@ -113,12 +113,7 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 		to = t.Block
 	}
 	rep := VerifyReport{From: from, To: to, Discrepancies: []Discrepancy{}}
-	contracts := lowerHexes(v.contracts)
-	// Keys already accounted for as mismatched, and ledger rows the chain
-	// lacked in their own chunk: they are extra only if no later chunk
-	// finds their burn under another block.
-	explained := map[key]bool{}
-	var unexplained []payments.Recorded
+	vr := &verifyRun{v: v, rep: &rep, contracts: lowerHexes(v.contracts), explained: map[key]bool{}}
 	// The ledger vouches for no block here: only the ranges' continuity
 	// with each other is checked.
 	ranges := newRangeReader(ctx, v.node, chunk, nil, readSpec{contracts: v.contracts, from: from, to: to,
@@ -129,71 +124,100 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 		if err != nil {
 			return rep, fmt.Errorf("reading burns: %w", err)
 		}
-		next, end := int64(r.From.Number), int64(r.To.Number)
-		onChain, err := toPayments(v.chainID, r.Burns)
-		if err != nil {
+		if err := vr.compareRange(ctx, r); err != nil {
 			return rep, err
-		}
-		rep.ChainBurns += len(onChain)
-		rep.Undecodable += len(r.Rejected)
-		recorded, err := v.store.PaymentsInBlocks(ctx, v.chainID, contracts, next, end)
-		if err != nil {
-			return rep, err
-		}
-		// Orphaned rows are known to be off the chain; they are counted
-		// apart and compared with nothing (a burn re-included under the same
-		// key has a live row of its own).
-		live := recorded[:0:0]
-		for _, rec := range recorded {
-			if rec.Orphaned {
-				rep.Orphaned++
-				continue
-			}
-			live = append(live, rec)
-		}
-		rep.LedgerRows += len(live)
-		inLedger := make(map[key]payments.Recorded, len(live))
-		for _, rec := range live {
-			inLedger[key{rec.TxHash, rec.LogIndex}] = rec
-		}
-		var lost []payments.Payment
-		chainKeys := make(map[key]bool, len(onChain))
-		for _, c := range onChain {
-			k := key{c.TxHash, c.LogIndex}
-			chainKeys[k] = true
-			rec, ok := inLedger[k]
-			if !ok {
-				lost = append(lost, c)
-				continue
-			}
-			rep.compare(c, rec)
-		}
-		// A burn missing from these blocks may be recorded under another block.
-		elsewhere, err := v.byKey(ctx, lost)
-		if err != nil {
-			return rep, err
-		}
-		for _, c := range lost {
-			k := key{c.TxHash, c.LogIndex}
-			if rec, ok := elsewhere[k]; ok {
-				explained[k] = true
-				rep.compare(c, rec)
-				continue
-			}
-			rep.add(Discrepancy{Kind: Missing, TxHash: c.TxHash, LogIndex: c.LogIndex, Block: c.BlockNumber, Chain: side(c, 0, false)})
-		}
-		for _, rec := range live {
-			if k := (key{rec.TxHash, rec.LogIndex}); !chainKeys[k] && !explained[k] {
-				unexplained = append(unexplained, rec)
-			}
 		}
 	}
-	for _, rec := range unexplained {
-		if !explained[key{rec.TxHash, rec.LogIndex}] {
+	for _, rec := range vr.unexplained {
+		if !vr.explained[key{rec.TxHash, rec.LogIndex}] {
 			rep.add(Discrepancy{Kind: Extra, TxHash: rec.TxHash, LogIndex: rec.LogIndex, Block: rec.BlockNumber, Ledger: side(rec.Payment, rec.ID, false)})
 		}
 	}
 	return rep, nil
+}
+
+// verifyRun is one Verify's state across its ranges: keys already
+// accounted for as mismatched, and ledger rows the chain lacked in their
+// own range: they are extra only if no later range finds their burn under
+// another block.
+type verifyRun struct {
+	v           *Verifier
+	rep         *VerifyReport
+	contracts   []string
+	explained   map[key]bool
+	unexplained []payments.Recorded
+}
+
+// compareRange compares one range's canonical burns with the ledger's rows
+// of its blocks.
+func (vr *verifyRun) compareRange(ctx context.Context, r chain.Range) error {
+	v, rep := vr.v, vr.rep
+	next, end := int64(r.From.Number), int64(r.To.Number)
+	onChain, err := toPayments(v.chainID, r.Burns)
+	if err != nil {
+		return err
+	}
+	rep.ChainBurns += len(onChain)
+	rep.Undecodable += len(r.Rejected)
+	recorded, err := v.store.PaymentsInBlocks(ctx, v.chainID, vr.contracts, next, end)
+	if err != nil {
+		return err
+	}
+	// Orphaned rows are known to be off the chain; they are counted apart
+	// and compared with nothing (a burn re-included under the same key has
+	// a live row of its own).
+	live := recorded[:0:0]
+	for _, rec := range recorded {
+		if rec.Orphaned {
+			rep.Orphaned++
+			continue
+		}
+		live = append(live, rec)
+	}
+	rep.LedgerRows += len(live)
+	inLedger := make(map[key]payments.Recorded, len(live))
+	for _, rec := range live {
+		inLedger[key{rec.TxHash, rec.LogIndex}] = rec
+	}
+	var lost []payments.Payment
+	chainKeys := make(map[key]bool, len(onChain))
+	for _, c := range onChain {
+		k := key{c.TxHash, c.LogIndex}
+		chainKeys[k] = true
+		if rec, ok := inLedger[k]; ok {
+			rep.compare(c, rec)
+		} else {
+			lost = append(lost, c)
+		}
+	}
+	if err := vr.placeLost(ctx, lost); err != nil {
+		return err
+	}
+	for _, rec := range live {
+		if k := (key{rec.TxHash, rec.LogIndex}); !chainKeys[k] && !vr.explained[k] {
+			vr.unexplained = append(vr.unexplained, rec)
+		}
+	}
+	return nil
+}
+
+// placeLost looks for burns missing from their blocks' rows under another
+// block: compared there, else missing.
+func (vr *verifyRun) placeLost(ctx context.Context, lost []payments.Payment) error {
+	elsewhere, err := vr.v.byKey(ctx, lost)
+	if err != nil {
+		return err
+	}
+	for _, c := range lost {
+		k := key{c.TxHash, c.LogIndex}
+		if rec, ok := elsewhere[k]; ok {
+			vr.explained[k] = true
+			vr.rep.compare(c, rec)
+			continue
+		}
+		vr.rep.add(Discrepancy{Kind: Missing, TxHash: c.TxHash, LogIndex: c.LogIndex, Block: c.BlockNumber, Chain: side(c, 0, false)})
+	}
+	return nil
 }
 
 func (v *Verifier) byKey(ctx context.Context, ps []payments.Payment) (map[key]payments.Recorded, error) {

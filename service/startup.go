@@ -67,29 +67,64 @@ type Deps struct {
 // schema newer than this binary, a migration the database rejects, or an
 // error wrapping ErrRefused. beat is called on every attempt.
 func Prepare(ctx context.Context, p Prep, d Deps, beat func()) (*payments.Hook, error) {
-	log := d.Log
-	retry := func(what string, op func() error) error {
-		_, err := backoff.Retry(ctx, func() (struct{}, error) {
-			beat()
-			err := op()
-			// A provider's Retry-After is honoured here too, up to a minute,
-			// which keeps the liveness heartbeat well within its bound.
-			if ra := min(chain.RetryAfterOf(err), time.Minute); ra > 0 {
-				log.Warn(what+"; the provider asks to wait", slog.Any("err", err), slog.Duration("retry_after", ra))
-				return struct{}{}, backoff.RetryAfter(int(math.Ceil(ra.Seconds())))
-			}
-			return struct{}{}, err
-		}, backoff.WithBackOff(StartupBackoff()), backoff.WithMaxElapsedTime(0),
-			backoff.WithNotify(func(err error, d time.Duration) {
-				log.Warn(what+"; retrying", slog.Any("err", err), slog.Duration("retry_in", d))
-			}))
-		return err
+	s := &startup{p: p, d: d, beat: beat}
+	if err := s.database(ctx); err != nil {
+		return nil, err
 	}
+	if err := s.schema(ctx); err != nil {
+		return nil, err
+	}
+	hook, err := s.hook(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.node(ctx); err != nil {
+		return nil, err
+	}
+	// Last: a replica that would replace the recorded hook does so only
+	// once it knows it can run (a wrong chain or a node without the
+	// finality tag must not stop the others' crediting).
+	if err := s.agreeOnHook(ctx); err != nil {
+		return nil, err
+	}
+	return hook, nil
+}
 
-	if err := retry("database unreachable", func() error {
+// startup is one Prepare: each step waits for one thing.
+type startup struct {
+	p    Prep
+	d    Deps
+	beat func()
+}
+
+// retry runs op with the start-up back-off until it succeeds, fails
+// permanently or ctx ends.
+func (s *startup) retry(ctx context.Context, what string, op func() error) error {
+	log := s.d.Log
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		s.beat()
+		err := op()
+		// A provider's Retry-After is honoured here too, up to a minute,
+		// which keeps the liveness heartbeat well within its bound.
+		if ra := min(chain.RetryAfterOf(err), time.Minute); ra > 0 {
+			log.Warn(what+"; the provider asks to wait", slog.Any("err", err), slog.Duration("retry_after", ra))
+			return struct{}{}, backoff.RetryAfter(int(math.Ceil(ra.Seconds())))
+		}
+		return struct{}{}, err
+	}, backoff.WithBackOff(StartupBackoff()), backoff.WithMaxElapsedTime(0),
+		backoff.WithNotify(func(err error, d time.Duration) {
+			log.Warn(what+"; retrying", slog.Any("err", err), slog.Duration("retry_in", d))
+		}))
+	return err
+}
+
+// database waits until the database answers; refused TLS or credentials
+// are permanent.
+func (s *startup) database(ctx context.Context) error {
+	return s.retry(ctx, "database unreachable", func() error {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		err := d.Store.Ping(pctx)
+		err := s.d.Store.Ping(pctx)
 		if tlsRefused(err) {
 			// Waiting will not make the certificate trusted: the
 			// connection string (sslmode, sslrootcert, host) is wrong.
@@ -102,98 +137,97 @@ func Prepare(ctx context.Context, p Prep, d Deps, beat func()) (*payments.Hook, 
 			return backoff.Permanent(fmt.Errorf("%w: the database refused DATABASE_URL's credentials or connection settings: %w", ErrRefused, err))
 		}
 		return err
-	}); err != nil {
-		return nil, err
-	}
-	if p.Migrate {
-		sessions := cmp.Or(d.Sessions, d.Pool)
-		err := retry("migrating failed", func() error {
-			if d.CheckSessions != nil {
-				err := d.CheckSessions(ctx, "MIGRATE=true (the migrations' lock)")
-				if errors.Is(err, payments.ErrNoSessions) {
-					return backoff.Permanent(fmt.Errorf("%w: %w", ErrRefused, err))
-				}
-				if err != nil {
-					return err
-				}
-			}
-			from, err := Migrate(ctx, sessions)
-			if err == nil && from != migrations.Latest() {
-				log.Info("migrated the database", slog.Int("from", int(from)), slog.Int("to", int(migrations.Latest())))
-			}
-			return permanentUnlessConnection(err)
-		})
-		if err != nil {
-			return nil, err
-		}
-	} else {
-		err := retry("database schema not ready", func() error {
-			err := migrations.Check(ctx, d.Pool)
+	})
+}
+
+// schema applies the migrations when asked, else waits for them.
+func (s *startup) schema(ctx context.Context) error {
+	if !s.p.Migrate {
+		return s.retry(ctx, "database schema not ready", func() error {
+			err := migrations.Check(ctx, s.d.Pool)
 			if errors.Is(err, migrations.ErrTooNew) {
 				return backoff.Permanent(err)
 			}
 			return err
 		})
-		if err != nil {
-			return nil, err
-		}
 	}
-
-	var hook *payments.Hook
-	if p.HookSQL != "" {
-		err := retry("preparing PAYMENT_HOOK_SQL", func() error {
-			var err error
-			hook, err = d.Store.PrepareHook(ctx, p.HookSQL)
-			if errors.Is(err, payments.ErrBadHook) {
+	sessions := cmp.Or(s.d.Sessions, s.d.Pool)
+	return s.retry(ctx, "migrating failed", func() error {
+		if s.d.CheckSessions != nil {
+			err := s.d.CheckSessions(ctx, "MIGRATE=true (the migrations' lock)")
+			if errors.Is(err, payments.ErrNoSessions) {
 				return backoff.Permanent(fmt.Errorf("%w: %w", ErrRefused, err))
 			}
-			return err
-		})
-		if err != nil {
-			return nil, err
+			if err != nil {
+				return err
+			}
 		}
+		from, err := Migrate(ctx, sessions)
+		if err == nil && from != migrations.Latest() {
+			s.d.Log.Info("migrated the database", slog.Int("from", int(from)), slog.Int("to", int(migrations.Latest())))
+		}
+		return permanentUnlessConnection(err)
+	})
+}
+
+// hook prepares PAYMENT_HOOK_SQL (nil for none); one that does not prepare
+// is permanent.
+func (s *startup) hook(ctx context.Context) (*payments.Hook, error) {
+	if s.p.HookSQL == "" {
+		return nil, nil
 	}
-	err := retry("node unreachable", func() error {
-		err := d.Nodes.Verify(ctx)
+	var hook *payments.Hook
+	err := s.retry(ctx, "preparing PAYMENT_HOOK_SQL", func() error {
+		var err error
+		hook, err = s.d.Store.PrepareHook(ctx, s.p.HookSQL)
+		if errors.Is(err, payments.ErrBadHook) {
+			return backoff.Permanent(fmt.Errorf("%w: %w", ErrRefused, err))
+		}
+		return err
+	})
+	return hook, err
+}
+
+// node waits until the node answers with the right chain id and serves
+// the finality tag; either wrong is permanent.
+func (s *startup) node(ctx context.Context) error {
+	err := s.retry(ctx, "node unreachable", func() error {
+		err := s.d.Nodes.Verify(ctx)
 		if errors.Is(err, chain.ErrWrongChain) {
 			return backoff.Permanent(fmt.Errorf("%w: %w", ErrRefused, err))
 		}
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	err = retry("checking the node's finality support", func() error {
-		err := d.Nodes.ProbeFinality(ctx)
+	return s.retry(ctx, "checking the node's finality support", func() error {
+		err := s.d.Nodes.ProbeFinality(ctx)
 		if errors.Is(err, chain.ErrFinalityUnsupported) {
 			return backoff.Permanent(fmt.Errorf("%w: %w", ErrRefused, err))
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
+}
+
+// agreeOnHook records the hook as the contracts' (or checks it agrees
+// with the recorded one), unless told to ignore it.
+func (s *startup) agreeOnHook(ctx context.Context) error {
+	if s.p.IgnoreGroupHook {
+		return nil
 	}
-	// Last: a replica that would replace the recorded hook does so only
-	// once it knows it can run (a wrong chain or a node without the
-	// finality tag must not stop the others' crediting).
-	if !p.IgnoreGroupHook {
-		err := retry("recording the contracts' payment hook", func() error {
-			for _, c := range p.Contracts {
-				err := d.Store.AgreeOnHook(ctx, p.ChainID, strings.ToLower(c.Hex()), payments.HookDigest(p.HookSQL), p.ReplaceGroupHook)
-				if errors.Is(err, payments.ErrHookMismatch) {
-					return backoff.Permanent(fmt.Errorf("%w: %w; every writer of a contract must run the same hook (ALLOW_HOOK_CHANGE=true makes this one the recorded hook)", ErrRefused, err))
-				}
-				if err != nil {
-					return err
-				}
+	return s.retry(ctx, "recording the contracts' payment hook", func() error {
+		for _, c := range s.p.Contracts {
+			err := s.d.Store.AgreeOnHook(ctx, s.p.ChainID, strings.ToLower(c.Hex()), payments.HookDigest(s.p.HookSQL), s.p.ReplaceGroupHook)
+			if errors.Is(err, payments.ErrHookMismatch) {
+				return backoff.Permanent(fmt.Errorf("%w: %w; every writer of a contract must run the same hook (ALLOW_HOOK_CHANGE=true makes this one the recorded hook)", ErrRefused, err))
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+			if err != nil {
+				return err
+			}
 		}
-	}
-	return hook, nil
+		return nil
+	})
 }
 
 // Migrate applies the embedded migrations on a connection of pool and
