@@ -116,7 +116,10 @@ func (r *reorgChain) pauseAt(n uint64) uint64 {
 	r.t.Helper()
 	waitFor(r.t, time.Minute, fmt.Sprintf("head %d", n), func() bool { return r.head() >= n })
 	// Let the last transactions in, then stop.
-	time.Sleep(100 * time.Millisecond)
+	waitFor(r.t, time.Minute, "the pool empty", func() bool {
+		pending, err := r.c.Client().PendingTransactionCount(context.Background())
+		return err == nil && pending == 0
+	})
 	r.mu.Lock()
 	r.paused = true
 	r.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	testharness "github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/payments"
 )
@@ -70,23 +71,16 @@ func TestNotificationQueueUsage(t *testing.T) {
 	if err := stuck.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var after float64
+	testharness.Wait(t, 30*time.Second, "the queue freed after the stuck listener left", func() bool {
 		if _, err := pool.Exec(ctx, `SELECT pg_notify('queue_usage_test', 'tick')`); err != nil {
 			t.Fatal(err)
 		}
-		after, err := s.NotificationQueueUsage(ctx)
-		if err != nil {
+		if after, err = s.NotificationQueueUsage(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if after < pinned {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("usage still %v 30s after the stuck listener left (pinned: %v)", after, pinned)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return after < pinned
+	})
 }
 
 // TestLastPaymentID reads 0 from an empty ledger and the highest id after

@@ -77,7 +77,8 @@ type Cursor struct {
 	// RescannedAt is when the group last re-read blocks below the cursor;
 	// zero if never.
 	RescannedAt time.Time
-	// Now is the database's clock when the row was read.
+	// Now is the database's clock when the row was read (for a locked
+	// row, once the lock was granted).
 	Now time.Time
 }
 
@@ -328,7 +329,7 @@ func (t *Tx) bound(ctx context.Context) error {
 // A wait longer than the lock limit gives ErrLockTimeout.
 func (t *Tx) LockCursor(ctx context.Context, id string) (Cursor, error) {
 	return scanCursor(t.tx.QueryRow(ctx, `
-		SELECT id, last_processed_block, coalesce(last_processed_hash, ''), updated_at, rescanned_at, now()
+		SELECT id, last_processed_block, coalesce(last_processed_hash, ''), updated_at, rescanned_at, clock_timestamp()
 		FROM block_cursors WHERE id = $1 FOR UPDATE`, id), id)
 }
 
@@ -489,7 +490,7 @@ func (t *Tx) InsertRejected(ctx context.Context, rs []RejectedLog) (int64, error
 func (t *Tx) MoveCursor(ctx context.Context, id string, from, to int64, hash string) error {
 	tag, err := t.tx.Exec(ctx, `
 		UPDATE block_cursors
-		SET last_processed_block = $3, last_processed_hash = $4, updated_at = now()
+		SET last_processed_block = $3, last_processed_hash = $4, updated_at = clock_timestamp()
 		WHERE id = $1 AND last_processed_block = $2`, id, from, to, nullable(hash))
 	if err != nil {
 		return fmt.Errorf("moving cursor %q to %d: %w", id, to, interpret(err))

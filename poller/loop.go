@@ -75,6 +75,9 @@ type LoopSignals struct {
 	// (the ledger went on).
 	HeadTracked testsignal.Signal[HeadTotals]
 	HeadFailed  testsignal.Signal[error]
+	// Stopping: Run's context ended; an in-flight transaction has
+	// DrainTimeout from now.
+	Stopping testsignal.Signal[struct{}]
 }
 
 // Loop is the live poller: it repeats range transactions on the group's
@@ -89,6 +92,9 @@ type Loop struct {
 	// woken is when a new head ended the last wait, zero when the timer
 	// did (see skip).
 	woken time.Time
+	// moved is where this replica's last committed transaction left the
+	// cursor (-2 before one), so that it knows its own moves (see yield).
+	moved int64
 
 	// Signals are for tests; set them up before Run.
 	Signals LoopSignals
@@ -100,7 +106,7 @@ func NewLoop(cfg LoopConfig, w *Writer, metrics *Metrics, beat *Heartbeat, log *
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = defaultMaxBackoff
 	}
-	return &Loop{cfg: cfg, w: w, metrics: metrics, beat: beat, log: log}
+	return &Loop{cfg: cfg, w: w, metrics: metrics, beat: beat, log: log, moved: -2}
 }
 
 // Health returns why the loop is not ready, or nil: a latched finality
@@ -120,6 +126,15 @@ const (
 	outBehind                   // range committed, more to do at once
 	outStandby                  // another writer holds the lock
 	outSkipped                  // another replica read the chain just now (see skip)
+	outYielded                  // another replica is catching up (see yield)
+)
+
+// handoff is how recently another replica must have moved the cursor for
+// this one, taking the row, to hand it back (see yield), and how long it
+// then waits before asking again.
+const (
+	handoffWindow = 200 * time.Millisecond
+	handoffPause  = 20 * time.Millisecond
 )
 
 // Run polls until ctx is cancelled. Cancelling ctx stops new transactions
@@ -138,6 +153,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			return
 		case <-ctx.Done():
 		}
+		l.Signals.Stopping.Send(struct{}{})
 		t := time.NewTimer(l.cfg.DrainTimeout)
 		defer t.Stop()
 		select {
@@ -189,6 +205,9 @@ func (l *Loop) Run(ctx context.Context) error {
 		case out == outSkipped:
 			b.Reset()
 			l.idle(ctx, started)
+		case out == outYielded:
+			b.Reset()
+			sleep(ctx, handoffPause, l.beat)
 		case l.cfg.UntilCaughtUp && ctx.Err() == nil:
 			l.log.Info("caught up with the target; stopping as asked")
 			return nil
@@ -252,6 +271,17 @@ func (l *Loop) skip(ctx context.Context, tx *RangeTx) (bool, error) {
 	return age < l.cfg.PollInterval*9/10, nil
 }
 
+// yield says another replica moved the cursor within handoffWindow of
+// this one taking the row: it is catching up, and its next transaction is
+// already waiting for the row with the ranges it fetched ahead in flight
+// (Writer.readAhead). Taking over would throw those away and fetch them
+// again, so this replica hands the row back and asks again shortly; a
+// replica that stopped moving the cursor (dead, frozen, or at the target)
+// is taken over as before, at most handoffWindow later.
+func (l *Loop) yield(cur payments.Cursor) bool {
+	return cur.Block != l.moved && !cur.UpdatedAt.IsZero() && cur.Now.Sub(cur.UpdatedAt) < handoffWindow
+}
+
 // seed creates the cursor row at START_BLOCK-1 unless it exists, retrying
 // while the database or the node is unreachable.
 func (l *Loop) seed(ctx context.Context) error {
@@ -302,6 +332,14 @@ func (l *Loop) poll(stop, hard context.Context) (out outcome, err error) {
 	defer l.metrics.lockHeld(false)
 	cur := tx.Cursor()
 	l.metrics.cursor(cur.Block)
+	if l.yield(cur) {
+		// What taking the row did commits (as for a skip).
+		if _, err := tx.Commit(ctx); err != nil {
+			return outYielded, err
+		}
+		l.Signals.Standby.Send(struct{}{})
+		return outYielded, nil
+	}
 	if skip, err := l.skip(ctx, tx); err != nil || skip {
 		if err != nil {
 			return outSkipped, err
@@ -358,6 +396,7 @@ func (l *Loop) poll(stop, hard context.Context) (out outcome, err error) {
 	if err != nil {
 		return outIdle, err
 	}
+	l.moved = res.To
 	l.metrics.cursor(res.To)
 	l.metrics.target(target.Highest, res.To)
 	l.log.Info("range committed", slog.Int64("from", res.From), slog.Int64("to", res.To),
@@ -418,7 +457,7 @@ func resultLabel(out outcome, err error) string {
 	switch {
 	case err != nil:
 		return ResultError
-	case out == outStandby, out == outSkipped:
+	case out == outStandby, out == outSkipped, out == outYielded:
 		return ResultStandby
 	case out == outCommitted, out == outBehind:
 		return ResultCommitted

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/burnpoller/burnpoller/chain"
+	testharness "github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
@@ -323,6 +324,7 @@ func (h *harness) loop() *poller.Loop {
 	l.Signals.Cleared.Init()
 	l.Signals.Rescanned.Init()
 	l.Signals.LatchChecked.Init()
+	l.Signals.Stopping.Init()
 	return l
 }
 
@@ -413,13 +415,7 @@ func expected(burns ...chain.Burn) []string {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testharness.Wait(t, timeout, what, cond)
 }
 
 func TestCatchUpRecordsEveryBurnInRanges(t *testing.T) {
@@ -604,11 +600,12 @@ func TestStopLetsTheInFlightTransactionCommit(t *testing.T) {
 		<-release
 	}
 	h := newHarness(t, node)
-	_, stop := h.start()
+	l, stop := h.start()
 	<-inside
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
-	time.Sleep(100 * time.Millisecond) // the stop is pending while the transaction holds the lock
+	// The stop is pending while the transaction holds the lock.
+	l.Signals.Stopping.Wait(t, 10*time.Second)
 	close(release)
 	if err := <-stopped; err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/devchain"
+	testharness "github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
@@ -100,22 +101,11 @@ func TestServiceStartsServesAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := svc.Addr()
-	deadline := time.Now().Add(time.Minute)
-	for st := readyz(t, addr); st.Status != "ready"; st = readyz(t, addr) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready: %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for {
-		if cur, err := store.Cursor(context.Background(), "g"); err == nil && cur.Block >= 32 && cur.Hash != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cursor did not reach the first finalized block")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testharness.Wait(t, time.Minute, "ready", func() bool { return readyz(t, addr).Status == "ready" })
+	testharness.Wait(t, time.Minute, "the cursor at the first finalized block", func() bool {
+		cur, err := store.Cursor(context.Background(), "g")
+		return err == nil && cur.Block >= 32 && cur.Hash != ""
+	})
 	if err := svc.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"go.uber.org/goleak"
 
+	testharness "github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/webhooks"
@@ -222,13 +223,7 @@ func deliveryRows(t *testing.T, pool *pgxpool.Pool) map[int64]string {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testharness.Wait(t, 90*time.Second, what, cond)
 }
 
 // TestDeliveryRetriesThroughEveryFailure: the endpoint is down (refused),

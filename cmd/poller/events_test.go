@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/consume"
+	testharness "github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/payments"
 )
@@ -134,13 +135,7 @@ func TestEventsFollowNeverMissesOrRepeats(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	wait := func(n int) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for len(seqsPrinted(t, out.String())) < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %d events; printed %v", n, seqsPrinted(t, out.String()))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testharness.Wait(t, time.Minute, fmt.Sprintf("%d events printed", n), func() bool { return len(seqsPrinted(t, out.String())) >= n })
 	}
 	wait(3)
 	for i := range 5 {
@@ -197,13 +192,7 @@ func TestEventsFollowGoesOnAfterATailLoss(t *testing.T) {
 	}
 	waitPrinted := func(n int) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for len(seqsPrinted(t, out.String())) < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %d events; printed %v", n, seqsPrinted(t, out.String()))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testharness.Wait(t, time.Minute, fmt.Sprintf("%d events printed", n), func() bool { return len(seqsPrinted(t, out.String())) >= n })
 	}
 	waitPrinted(4)
 	lost := idsAt()

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"testing"
 	"time"
 )
 
@@ -27,4 +28,18 @@ func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 		}
 	}
 	return nil
+}
+
+// Wait checks cond every 10 ms until it holds, and fails t once timeout
+// has passed; what names the condition. It is the tests' one way to wait
+// for something to happen: never a bare sleep as the assertion.
+func Wait(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
