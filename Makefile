@@ -16,7 +16,7 @@ FUZZTIME ?= 15s
 all: build
 
 build:
-	go build -o bin/poller ./cmd/poller
+	go build -buildvcs=true -o bin/poller ./cmd/poller
 	go build -o bin/devchain ./cmd/devchain
 	go build -o bin/webhook-receiver ./cmd/webhook-receiver
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/burnpoller/burnpoller/internal/markdown"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/webhooks"
 )
@@ -100,6 +101,10 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 	checkExprs(t, "dashboard", exprs, knownMetrics(t))
 }
 
+// runbook is where the alerts' runbook annotations point, from the
+// repository's root.
+const runbook = "docs/operations/runbook.md"
+
 func TestAlertsUseRealMetrics(t *testing.T) {
 	b, err := os.ReadFile("prometheus/alerts.yml")
 	if err != nil {
@@ -117,18 +122,23 @@ func TestAlertsUseRealMetrics(t *testing.T) {
 	if err := yaml.Unmarshal(b, &rules); err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var exprs []string
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
 			exprs = append(exprs, r.Expr)
-			// Every alert points at a runbook section that exists.
-			anchor := strings.TrimPrefix(r.Annotations["runbook"], "README.md#")
-			if anchor == "" || !bytes.Contains(bytes.ToLower(readme), []byte("### "+strings.ReplaceAll(anchor, "-", " "))) {
-				t.Errorf("alert %s: runbook %q has no section in README.md", r.Alert, r.Annotations["runbook"])
+			// Every alert points at a section of the runbook that exists.
+			link := r.Annotations["runbook"]
+			file, anchor, _ := strings.Cut(link, "#")
+			if file != runbook || anchor == "" {
+				t.Errorf("alert %s: runbook %q is not a section of %s", r.Alert, link, runbook)
+				continue
+			}
+			src, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !markdown.Anchors(src)[anchor] {
+				t.Errorf("alert %s: runbook %q has no section in %s", r.Alert, link, file)
 			}
 		}
 	}

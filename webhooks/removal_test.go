@@ -14,7 +14,7 @@ import (
 )
 
 // TestADeletedEndpointRowLosesNoEvent: the endpoint's row is deleted (the
-// README's removal procedure, done in the wrong order) while a replica
+// documented removal procedure (docs/webhooks.md), done in the wrong order) while a replica
 // still lists the URL. The replica notices, registers the endpoint again
 // from where delivery stood, counts it in a metric and says so; every
 // event, those committed while the row was gone included, reaches the

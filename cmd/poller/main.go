@@ -11,6 +11,7 @@
 //	poller cursor show           print the cursor
 //	poller cursor reset --to N   move the cursor (clears a finality violation)
 //	poller config                print every variable with its default, value and meaning
+//	poller config --markdown     print docs/configuration.md
 //	poller version               print the build
 package main
 
@@ -21,7 +22,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
 	"runtime/debug"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -61,7 +61,8 @@ const usage = `usage: poller [run|backfill|verify|cursor|events|tail|webhooks|mi
   cursor reset --to N        set the cursor to block N (after 'poller verify'; clears a finality violation)
              [--wait] [--allow-skip] [--reason TEXT]
   config                     print every environment variable with default, value and meaning
-  version                    print the version
+  config --markdown          print docs/configuration.md, the reference of every variable
+  version                    print the version and the revision it was built from
 
 Configuration comes from the environment; see 'poller config'.
 `
@@ -98,6 +99,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdEvents(cmd, args, stdout, stderr)
 	case "webhooks":
 		return cmdWebhooks(args, stdout, stderr)
+	case "config":
+		return cmdConfigArgs(args, stdout, stderr)
 	}
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "poller %s: unexpected arguments %q\n%s", cmd, args, usage)
@@ -106,10 +109,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "migrate":
 		return cmdMigrate(stdout, stderr)
-	case "config":
-		return cmdConfig(stdout, stderr)
 	case "version":
-		fmt.Fprintf(stdout, "burnpoller %s (revision %s, %s)\n", version, revision(), runtime.Version())
+		printVersion(stdout)
 		return exitOK
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -347,15 +346,4 @@ func notifyStopSignal(log *slog.Logger) (context.Context, func(), func() os.Sign
 		return s
 	}
 	return ctx, stop, which
-}
-
-func revision() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				return s.Value
-			}
-		}
-	}
-	return "unknown"
 }
