@@ -70,6 +70,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzParseRangeLimit$$' -fuzztime $(FUZZTIME) ./chain
 	go test -run '^$$' -fuzz '^FuzzClassifyReply$$' -fuzztime $(FUZZTIME) ./chain
 	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) ./cmd/poller
+	go test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) ./database
 
 # Recompiles contracts/src with the solc pinned in contracts/package.json and
 # regenerates the committed ABI, bytecode and Go bindings.

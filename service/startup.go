@@ -3,8 +3,6 @@ package service
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
@@ -125,13 +124,12 @@ func (s *startup) database(ctx context.Context) error {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		err := s.d.Store.Ping(pctx)
-		if tlsRefused(err) {
+		if database.TLSRefused(err) {
 			// Waiting will not make the certificate trusted: the
 			// connection string (sslmode, sslrootcert, host) is wrong.
 			return backoff.Permanent(fmt.Errorf("%w: the database's TLS does not verify with DATABASE_URL's settings (sslmode, sslrootcert, host name): %w", ErrRefused, err))
 		}
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && (pgErr.Code == "28000" || pgErr.Code == "28P01") {
+		if database.CredentialsRefused(err) {
 			// Refused credentials, or no pg_hba.conf entry for this
 			// client (e.g. one without TLS where only TLS is allowed).
 			return backoff.Permanent(fmt.Errorf("%w: the database refused DATABASE_URL's credentials or connection settings: %w", ErrRefused, err))
@@ -155,7 +153,7 @@ func (s *startup) schema(ctx context.Context) error {
 	return s.retry(ctx, "migrating failed", func() error {
 		if s.d.CheckSessions != nil {
 			err := s.d.CheckSessions(ctx, "MIGRATE=true (the migrations' lock)")
-			if errors.Is(err, payments.ErrNoSessions) {
+			if errors.Is(err, database.ErrNoSessions) {
 				return backoff.Permanent(fmt.Errorf("%w: %w", ErrRefused, err))
 			}
 			if err != nil {
@@ -239,23 +237,6 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (int32, error) {
 	}
 	defer conn.Release()
 	return migrations.Migrate(ctx, conn.Conn())
-}
-
-// tlsRefused says a connection failed on TLS: a certificate that does not
-// verify (unknown authority, another host name, expired), or a server that
-// refuses TLS where the connection string requires it.
-func tlsRefused(err error) bool {
-	if err == nil {
-		return false
-	}
-	var (
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
-		verify   *tls.CertificateVerificationError
-	)
-	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) ||
-		strings.Contains(err.Error(), "server refused TLS connection")
 }
 
 // permanentUnlessConnection lets connection trouble be retried, and a lock

@@ -5,25 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"net"
 	"net/url"
 	"os"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/webhooks"
 )
@@ -105,43 +103,84 @@ func loadConfig(s scope) (Config, []string) {
 }
 
 // parseEnv runs envconfig, collecting every unparseable variable rather
-// than stopping at the first. A bad variable is unset for the retry and
-// restored afterwards.
+// than stopping at the first, and never changes the environment: after a
+// variable fails to parse, envconfig runs again on the variables not
+// failed so far (a struct of those fields, made with reflect.StructOf), and
+// a failed variable takes its default, as if unset.
 func parseEnv() (Config, []string) {
 	var (
-		cfg      Config
 		problems []string
-		restore  = map[string]string{}
+		failed   = map[string]bool{}
+		fields   reflect.Value
 	)
-	defer func() {
-		for k, v := range restore {
-			os.Setenv(k, v)
-		}
-	}()
 	for {
-		cfg = Config{}
-		err := envconfig.Process("", &cfg)
+		fields = parsedFields(failed)
+		err := envconfig.Process("", fields.Addr().Interface())
 		var pe *envconfig.ParseError
 		if errors.As(err, &pe) {
 			problems = append(problems, parseProblem(pe))
-			restore[pe.KeyName] = os.Getenv(pe.KeyName)
-			os.Unsetenv(pe.KeyName)
+			failed[pe.KeyName] = true
 			continue
 		}
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
-		// A variable that did not parse is unset here: it gets the
-		// derived value, and only its parse problem is reported.
-		set := func(key string) bool {
-			_, set := os.LookupEnv(key)
-			return set
-		}
-		cfg.deriveTimeouts(set)
-		cfg.applyChainDefaults(set)
-		cfg.maxBlockRangeSet = set("MAX_BLOCK_RANGE")
-		return cfg, problems
+		break
 	}
+	cfg := fromFields(fields, failed)
+	// A variable that did not parse counts as unset: it gets the derived
+	// value, and only its parse problem is reported.
+	set := func(key string) bool {
+		_, set := os.LookupEnv(key)
+		return set && !failed[key]
+	}
+	cfg.deriveTimeouts(set)
+	cfg.applyChainDefaults(set)
+	cfg.maxBlockRangeSet = set("MAX_BLOCK_RANGE")
+	return cfg, problems
+}
+
+// parsedFields is a zero value of a struct of Config's variables, except
+// those in failed. Processed by envconfig, it reads them as Config would.
+func parsedFields(failed map[string]bool) reflect.Value {
+	t := reflect.TypeFor[Config]()
+	var fields []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if key := f.Tag.Get("envconfig"); key != "" && !failed[key] {
+			fields = append(fields, f)
+		}
+	}
+	return reflect.New(reflect.StructOf(fields)).Elem()
+}
+
+// fromFields copies what envconfig read into a Config; the variables in
+// failed get their defaults, as envconfig gives an unset variable.
+func fromFields(v reflect.Value, failed map[string]bool) Config {
+	var cfg Config
+	out := reflect.ValueOf(&cfg).Elem()
+	for i := range v.NumField() {
+		out.FieldByName(v.Type().Field(i).Name).Set(v.Field(i))
+	}
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if def := f.Tag.Get("default"); failed[f.Tag.Get("envconfig")] && def != "" {
+			setDefault(out.Field(i), def)
+		}
+	}
+	return cfg
+}
+
+// setDefault gives field its default tag's value, parsed as envconfig
+// parses it (the defaults are this file's own, and always parse).
+func setDefault(field reflect.Value, def string) {
+	one := reflect.New(reflect.StructOf([]reflect.StructField{{
+		// A name no environment sets: envconfig gives it the default.
+		Name: "V", Type: field.Type(), Tag: reflect.StructTag(`envconfig:"BURNPOLLER_DEFAULT_OF_A_BAD_VARIABLE" default:"` + def + `"`),
+	}}))
+	_ = envconfig.Process("", one.Interface())
+	field.Set(one.Elem().Field(0))
 }
 
 // The most LOCK_WAIT and RPC_TIMEOUT are when derived from TX_TIMEOUT.
@@ -230,15 +269,15 @@ func (c *Config) validate(s scope) []string {
 	if c.DatabaseURL == "" {
 		add("DATABASE_URL: required (e.g. postgres://user:password@host:5432/db)")
 	} else if _, err := pgconn.ParseConfig(c.DatabaseURL); err != nil {
-		add("DATABASE_URL: not a valid Postgres connection string%s", dsnProblem(err))
+		add("DATABASE_URL: not a valid Postgres connection string%s", database.ParseProblem(err))
 	}
 	if c.DatabaseDirectURL != "" {
 		if _, err := pgconn.ParseConfig(c.DatabaseDirectURL); err != nil {
-			add("DATABASE_DIRECT_URL: not a valid Postgres connection string%s", dsnProblem(err))
+			add("DATABASE_DIRECT_URL: not a valid Postgres connection string%s", database.ParseProblem(err))
 		}
 	}
-	if _, ok := execModes[c.DatabaseExecMode]; !ok {
-		add("DATABASE_EXEC_MODE: %q is not one of cache_describe, cache_statement, describe_exec, exec, simple_protocol", c.DatabaseExecMode)
+	if !database.ValidExecMode(c.DatabaseExecMode) {
+		add("DATABASE_EXEC_MODE: %q is not one of %s", c.DatabaseExecMode, strings.Join(database.ExecModes, ", "))
 	}
 	if c.DatabaseMaxConns < 1 || c.DatabaseMaxConns > 100 {
 		add("DATABASE_MAX_CONNS: %d is not between 1 and 100", c.DatabaseMaxConns)
@@ -345,6 +384,11 @@ func (c *Config) validate(s scope) []string {
 		add("SHUTDOWN_TIMEOUT: %s is not between 100ms and 10m", c.ShutdownTimeout)
 	}
 	return p
+}
+
+// database is where and how the process's pools connect.
+func (c *Config) database() database.Options {
+	return database.Options{URL: c.DatabaseURL, DirectURL: c.DatabaseDirectURL, ExecMode: c.DatabaseExecMode, MaxConns: c.DatabaseMaxConns}
 }
 
 // cursorID is CURSOR_ID or, by default, "<chain id>:<first contract>": a
@@ -508,7 +552,7 @@ func redactSecret(key, value string) string {
 		}
 		return strings.Join(parts, ",")
 	case "DATABASE_URL", "DATABASE_DIRECT_URL":
-		return redactDatabaseURL(value)
+		return database.Redact(value)
 	case "WEBHOOK_URL":
 		eps, err := webhooks.ParseEndpoints(value)
 		if err != nil {
@@ -521,185 +565,4 @@ func redactSecret(key, value string) string {
 		return strings.Join(labels, ",")
 	}
 	return "(set, redacted)"
-}
-
-// redactDatabaseURL shows a connection string as pgx resolves it (hosts,
-// ports, user, database, TLS mode, connect timeout, runtime parameters),
-// written in the form it was given (URL or key=value), with the password
-// replaced by xxxxx. It is rebuilt from the parsed settings rather than
-// edited in place, so no quoting or escaping of the password can leak part
-// of it; a string pgx cannot parse shows nothing at all.
-func redactDatabaseURL(dsn string) string {
-	cfg, err := pgconn.ParseConfig(dsn)
-	if err != nil {
-		return "(unparseable, redacted)"
-	}
-	v := viewDSN(cfg)
-	if scheme, _, ok := strings.Cut(dsn, "://"); ok && (scheme == "postgres" || scheme == "postgresql") {
-		return v.url(scheme)
-	}
-	return v.keywordValue()
-}
-
-// execModes are DATABASE_EXEC_MODE's values.
-var execModes = map[string]pgx.QueryExecMode{
-	"cache_describe":  pgx.QueryExecModeCacheDescribe,
-	"cache_statement": pgx.QueryExecModeCacheStatement,
-	"describe_exec":   pgx.QueryExecModeDescribeExec,
-	"exec":            pgx.QueryExecModeExec,
-	"simple_protocol": pgx.QueryExecModeSimpleProtocol,
-}
-
-// dsnProblem is why pgx could not parse a connection string, when that is
-// a TLS file it could not use (": <cause>"): pgx's own message quotes the
-// string, and other causes (a URL that does not parse) may quote the
-// password, so they are left out ("").
-func dsnProblem(err error) string {
-	var pe *pgconn.ParseConfigError
-	if !errors.As(err, &pe) || pe.Unwrap() == nil {
-		return ""
-	}
-	cause := pe.Unwrap()
-	var ue *url.Error
-	if errors.As(cause, &ue) {
-		return ""
-	}
-	if msg := cause.Error(); strings.Contains(msg, "TLS") || strings.Contains(msg, "cert") || strings.Contains(msg, "CA file") || strings.Contains(msg, "key") {
-		return ": " + msg
-	}
-	return ""
-}
-
-// redacted stands for a secret value in output.
-const redacted = "xxxxx"
-
-// dsnView is what a connection string may show.
-type dsnView struct {
-	hosts, ports []string
-	user         string
-	password     bool
-	database     string
-	params       map[string]string // sslmode, connect_timeout and runtime parameters
-}
-
-func viewDSN(cfg *pgconn.Config) dsnView {
-	v := dsnView{user: cfg.User, password: cfg.Password != "", database: cfg.Database, params: map[string]string{}}
-	// Fallbacks repeat a host once per TLS attempt; show each host once.
-	seen := map[string]bool{}
-	addHost := func(host string, port uint16) {
-		p := strconv.Itoa(int(port))
-		if !seen[host+"\x00"+p] {
-			seen[host+"\x00"+p] = true
-			v.hosts, v.ports = append(v.hosts, host), append(v.ports, p)
-		}
-	}
-	addHost(cfg.Host, cfg.Port)
-	for _, f := range cfg.Fallbacks {
-		addHost(f.Host, f.Port)
-	}
-	v.params["sslmode"] = sslMode(cfg)
-	if cfg.ConnectTimeout > 0 {
-		v.params["connect_timeout"] = strconv.Itoa(int(cfg.ConnectTimeout / time.Second))
-	}
-	for k, val := range cfg.RuntimeParams {
-		// An unknown key becomes a runtime parameter: a misspelt
-		// password would be one.
-		if secretLike(k) {
-			val = redacted
-		}
-		v.params[k] = val
-	}
-	return v
-}
-
-// secretLike says a parameter's name suggests a secret (password,
-// pasword, passwd, pwd, secret, token, key).
-func secretLike(name string) bool {
-	name = strings.ToLower(name)
-	for _, part := range []string{"pas", "pw", "secret", "token", "key"} {
-		if strings.Contains(name, part) {
-			return true
-		}
-	}
-	return false
-}
-
-// sslMode names the TLS behaviour pgx derived for the first host: whether
-// it tries TLS, falls back to plain text or the other way round, and how it
-// verifies the server.
-func sslMode(cfg *pgconn.Config) string {
-	var fallback *pgconn.FallbackConfig
-	for _, f := range cfg.Fallbacks {
-		if f.Host == cfg.Host && f.Port == cfg.Port {
-			fallback = f
-			break
-		}
-	}
-	switch t := cfg.TLSConfig; {
-	case t == nil && fallback != nil && fallback.TLSConfig != nil:
-		return "allow"
-	case t == nil:
-		return "disable"
-	case fallback != nil && fallback.TLSConfig == nil:
-		return "prefer"
-	case t.VerifyPeerCertificate != nil:
-		return "verify-ca"
-	case t.InsecureSkipVerify:
-		return "require"
-	default:
-		return "verify-full"
-	}
-}
-
-// url writes v as a postgres:// URL. Hosts that are socket directories go
-// in the query, as a URL's host part cannot hold a path.
-func (v dsnView) url(scheme string) string {
-	u := url.URL{Scheme: scheme, Path: "/" + v.database}
-	switch {
-	case v.user != "" && v.password:
-		u.User = url.UserPassword(v.user, redacted)
-	case v.user != "":
-		u.User = url.User(v.user)
-	}
-	q := url.Values{}
-	for k, val := range v.params {
-		q.Set(k, val)
-	}
-	if slices.ContainsFunc(v.hosts, func(h string) bool { return strings.HasPrefix(h, "/") }) {
-		q.Set("host", strings.Join(v.hosts, ","))
-		q.Set("port", strings.Join(v.ports, ","))
-	} else {
-		addrs := make([]string, len(v.hosts))
-		for i, h := range v.hosts {
-			addrs[i] = net.JoinHostPort(h, v.ports[i])
-		}
-		u.Host = strings.Join(addrs, ",")
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// keywordValue writes v as key=value pairs, quoting values as libpq reads them.
-func (v dsnView) keywordValue() string {
-	pairs := []string{"host=" + quoteDSNValue(strings.Join(v.hosts, ",")), "port=" + quoteDSNValue(strings.Join(v.ports, ","))}
-	if v.user != "" {
-		pairs = append(pairs, "user="+quoteDSNValue(v.user))
-	}
-	if v.password {
-		pairs = append(pairs, "password="+redacted)
-	}
-	if v.database != "" {
-		pairs = append(pairs, "dbname="+quoteDSNValue(v.database))
-	}
-	for _, k := range slices.Sorted(maps.Keys(v.params)) {
-		pairs = append(pairs, quoteDSNValue(k)+"="+quoteDSNValue(v.params[k]))
-	}
-	return strings.Join(pairs, " ")
-}
-
-func quoteDSNValue(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n\r\v\f'\\=") {
-		return s
-	}
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/consume"
+	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/service"
 )
@@ -74,17 +75,17 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 		}
 		// LISTEN needs a session of its own: DATABASE_DIRECT_URL when
 		// DATABASE_URL goes through a transaction pooler.
-		sessions, direct, err := newSessionPool(ctx, cfg, "burnpoller")
+		sessions, err := database.OpenSessions(ctx, cfg.database(), "burnpoller")
 		if err != nil {
 			log.Error("connecting to the database", slog.Any("err", err))
 			return exitUsage
 		}
 		defer sessions.Close()
-		if err := checkSessions(ctx, sessions, direct, "--follow (LISTEN)"); errors.Is(err, payments.ErrNoSessions) {
+		if err := sessions.Check(ctx, "--follow (LISTEN)"); errors.Is(err, database.ErrNoSessions) {
 			log.Error("following events", slog.Any("err", err))
 			return exitUsage
 		}
-		if err := p.follow(ctx, start, sessions, log); err != nil {
+		if err := p.follow(ctx, start, sessions.Pool, log); err != nil {
 			log.Error("following events", slog.Any("err", err))
 			return exitFailure
 		}

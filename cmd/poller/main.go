@@ -26,8 +26,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/db/migrations"
-	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/service"
 )
 
@@ -143,20 +143,20 @@ func cmdMigrate(stdout, stderr io.Writer) int {
 	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, cfg Config, log *slog.Logger, _ *pgxpool.Pool) int {
 		// tern holds a session lock: DATABASE_DIRECT_URL when
 		// DATABASE_URL goes through a transaction pooler.
-		sessions, direct, err := newSessionPool(ctx, cfg, "burnpoller")
+		sessions, err := database.OpenSessions(ctx, cfg.database(), "burnpoller")
 		if err != nil {
 			log.Error("connecting to the database", slog.Any("err", err))
 			return exitUsage
 		}
 		defer sessions.Close()
-		if err := checkSessions(ctx, sessions, direct, "poller migrate (the migrations' lock)"); err != nil {
+		if err := sessions.Check(ctx, "poller migrate (the migrations' lock)"); err != nil {
 			log.Error("migrating", slog.Any("err", err))
-			if errors.Is(err, payments.ErrNoSessions) {
+			if errors.Is(err, database.ErrNoSessions) {
 				return exitUsage
 			}
 			return exitFailure
 		}
-		from, err := service.Migrate(ctx, sessions)
+		from, err := service.Migrate(ctx, sessions.Pool)
 		if err != nil {
 			log.Error("migrating", slog.Any("err", err))
 			return exitFailure
@@ -174,7 +174,7 @@ func dbCommand(stderr io.Writer, s scope, f func(ctx context.Context, cfg Config
 		return code
 	}
 	defer c.stop()
-	pool, err := newPool(c.ctx, c.cfg, false, "burnpoller")
+	pool, err := database.Open(c.ctx, c.cfg.database(), false, "burnpoller")
 	if err != nil {
 		c.log.Error("connecting to the database", slog.Any("err", err))
 		return exitFailure

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
 	"github.com/burnpoller/burnpoller/webhooks"
@@ -40,7 +41,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 	// never holds a connection the ledger needs.
 	var dispatcher *webhooks.Dispatcher
 	if wcfg, ok := c.cfg.webhookConfig(); ok && !*until {
-		hookPool, err := newPool(c.ctx, c.cfg, false, "burnpoller-webhooks")
+		hookPool, err := database.Open(c.ctx, c.cfg.database(), false, "burnpoller-webhooks")
 		if err != nil {
 			c.log.Error("starting", slog.Any("err", err))
 			return exitFailure
@@ -49,7 +50,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		// Wake-ups (LISTEN) need a session: DATABASE_DIRECT_URL's when set.
 		// Through a transaction pooler without it they never come, and
 		// deliveries are found by polling, every second.
-		wcfg.Listen = pt.sessions
+		wcfg.Listen = pt.sessions.Pool
 		dispatcher = webhooks.New(wcfg, hookPool, pt.reg, c.log)
 	}
 	svc, err := service.New(service.Config{

@@ -9,17 +9,16 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
@@ -58,10 +57,8 @@ type parts struct {
 	pool    *pgxpool.Pool
 	store   *payments.Store
 	nodes   *chain.Endpoints
-	// sessions is the pool for migrations and LISTEN (see
-	// newSessionPool); direct says it is DATABASE_DIRECT_URL's.
-	sessions *pgxpool.Pool
-	direct   bool
+	// sessions is the pool for migrations and LISTEN.
+	sessions database.Sessions
 }
 
 // open builds the parts; readOnly makes every database session read-only.
@@ -69,13 +66,13 @@ func (c *command) open(readOnly bool) (*parts, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := poller.NewMetrics(reg, version, revision(), runtime.Version())
-	pool, err := newPool(c.ctx, c.cfg, readOnly, "burnpoller")
+	pool, err := database.Open(c.ctx, c.cfg.database(), readOnly, "burnpoller")
 	if err != nil {
 		return nil, fmt.Errorf("configuring the database pool: %w", err)
 	}
 	store := payments.NewStore(pool)
 	reg.MustRegister(poller.NewQueueUsageCollector(store.NotificationQueueUsage, 2*time.Second))
-	sessions, direct, err := newSessionPool(c.ctx, c.cfg, "burnpoller-session")
+	sessions, err := database.OpenSessions(c.ctx, c.cfg.database(), "burnpoller-session")
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("configuring the database pool: %w", err)
@@ -86,7 +83,7 @@ func (c *command) open(readOnly bool) (*parts, error) {
 		sessions.Close()
 		return nil, fmt.Errorf("configuring the node client: %w", err)
 	}
-	return &parts{reg: reg, metrics: metrics, pool: pool, store: store, nodes: nodes, sessions: sessions, direct: direct}, nil
+	return &parts{reg: reg, metrics: metrics, pool: pool, store: store, nodes: nodes, sessions: sessions}, nil
 }
 
 // close closes the node clients, then the pools.
@@ -97,8 +94,8 @@ func (p *parts) close() {
 }
 
 func (p *parts) deps(log *slog.Logger) service.Deps {
-	return service.Deps{Pool: p.pool, Store: p.store, Nodes: p.nodes, Log: log, Sessions: p.sessions,
-		CheckSessions: func(ctx context.Context, what string) error { return checkSessions(ctx, p.sessions, p.direct, what) }}
+	return service.Deps{Pool: p.pool, Store: p.store, Nodes: p.nodes, Log: log, Sessions: p.sessions.Pool,
+		CheckSessions: p.sessions.Check}
 }
 
 // writerConfig is the contract's writer, before its hook is prepared.
@@ -170,136 +167,6 @@ func dialEndpoints(ctx context.Context, cfg Config, obs chain.EndpointsObserver,
 		GrowTo:        cfg.maxRange(),
 		Quorum:        cfg.RPCQuorum,
 	}, obs, log), nil
-}
-
-// newPool opens a pool on DATABASE_URL; its sessions are named app (in
-// pg_stat_activity) unless the URL names them.
-func newPool(ctx context.Context, cfg Config, readOnly bool, app string) (*pgxpool.Pool, error) {
-	pc, ref, err := poolConfig(cfg.DatabaseURL, "DATABASE_URL", cfg, readOnly, app)
-	if err != nil {
-		return nil, err
-	}
-	// By default one connection works, one serves probes, the rest absorb
-	// a slow release.
-	pc.MaxConns = cfg.DatabaseMaxConns
-	pool, err := ref.open(ctx, pc)
-	if err != nil || !readOnly {
-		return pool, err
-	}
-	// Read-only sessions are asked for with a startup parameter, which a
-	// pooler may refuse (PgBouncer: "unsupported startup parameter").
-	// Setting it per session instead would leak to other clients of a
-	// transaction pooler, so such a pool reads without it: the commands
-	// that ask for it only read.
-	if err := pool.Ping(ctx); err != nil && strings.Contains(err.Error(), "unsupported startup parameter") {
-		pool.Close()
-		delete(pc.ConnConfig.RuntimeParams, "default_transaction_read_only")
-		return ref.open(ctx, pc)
-	}
-	return pool, nil
-}
-
-// newSessionPool opens the pool for what needs a session of its own:
-// migrations (tern's session lock) and LISTEN. It reaches Postgres through
-// DATABASE_DIRECT_URL when set, else DATABASE_URL; direct says which.
-// Nothing connects until it is used.
-func newSessionPool(ctx context.Context, cfg Config, app string) (pool *pgxpool.Pool, direct bool, _ error) {
-	dsn, key := cfg.DatabaseURL, "DATABASE_URL"
-	if cfg.DatabaseDirectURL != "" {
-		dsn, key = cfg.DatabaseDirectURL, "DATABASE_DIRECT_URL"
-	}
-	pc, ref, err := poolConfig(dsn, key, cfg, false, app)
-	if err != nil {
-		return nil, false, err
-	}
-	pc.MaxConns = 2
-	// Used at start (migrations) and by one held LISTEN session: an idle
-	// connection is not kept (on a server that may since have been
-	// demoted, say).
-	pc.MaxConnIdleTime = time.Minute
-	pool, err = ref.open(ctx, pc)
-	return pool, cfg.DatabaseDirectURL != "", err
-}
-
-// errNoSessionsHint is what to do when DATABASE_URL goes through a
-// transaction pooler and something needs a session.
-const errNoSessionsHint = "set DATABASE_DIRECT_URL to a connection string that reaches Postgres itself (not the pooler)"
-
-// checkSessions returns an error wrapping payments.ErrNoSessions when pool
-// (made from DATABASE_URL, not direct) does not keep sessions.
-func checkSessions(ctx context.Context, pool *pgxpool.Pool, direct bool, what string) error {
-	if direct {
-		return nil
-	}
-	ok, err := payments.KeepsSessions(ctx, pool.Config().ConnConfig)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("DATABASE_URL: %w: %s needs a session; %s", payments.ErrNoSessions, what, errNoSessionsHint)
-	}
-	return nil
-}
-
-// poolConfig parses dsn (the variable key) with the settings every pool
-// shares: the exec mode, timeouts, the session name, and dropping a
-// connection to a server that turned read-only.
-func poolConfig(dsn, key string, cfg Config, readOnly bool, app string) (*pgxpool.Config, *poolRef, error) {
-	pc, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s is not a valid connection string%s", key, dsnProblem(err))
-	}
-	pc.MinConns = 0
-	pc.HealthCheckPeriod = 15 * time.Second
-	if pc.ConnConfig.ConnectTimeout == 0 {
-		pc.ConnConfig.ConnectTimeout = 5 * time.Second
-	}
-	if _, ok := pc.ConnConfig.RuntimeParams["application_name"]; !ok {
-		pc.ConnConfig.RuntimeParams["application_name"] = app
-	}
-	if readOnly {
-		pc.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
-	}
-	// A connection string may name its own mode
-	// (default_query_exec_mode=...); DATABASE_EXEC_MODE applies otherwise.
-	if !strings.Contains(dsn, "default_query_exec_mode") {
-		pc.ConnConfig.DefaultQueryExecMode = execModes[cfg.DatabaseExecMode]
-	}
-	// A server that refuses writes because it is (now) a standby, after a
-	// failover, keeps refusing: the connection that met it is dropped, and
-	// so is every other one of the pool (they reach the same server), so
-	// that the next goes where target_session_attrs=read-write finds the
-	// primary.
-	pool := &poolRef{}
-	pc.ConnConfig.OnPgError = func(_ *pgconn.PgConn, e *pgconn.PgError) bool {
-		if e.Code == "25006" {
-			pool.reset()
-			return false
-		}
-		return !strings.EqualFold(e.Severity, "FATAL")
-	}
-	return pc, pool, nil
-}
-
-// poolRef lets a connection's error handler reach its pool, which exists
-// only once open has made it from the config.
-type poolRef struct{ p atomic.Pointer[pgxpool.Pool] }
-
-// open makes the pool of pc, the config poolConfig returned with r.
-func (r *poolRef) open(ctx context.Context, pc *pgxpool.Config) (*pgxpool.Pool, error) {
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err == nil {
-		r.p.Store(pool)
-	}
-	return pool, err
-}
-
-// reset drops the pool's idle connections, and the others as they are
-// released; not from the handler's goroutine, which holds a connection.
-func (r *poolRef) reset() {
-	if p := r.p.Load(); p != nil {
-		go p.Reset()
-	}
 }
 
 func newLogger(cfg Config, w io.Writer) *slog.Logger {

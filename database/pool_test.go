@@ -1,4 +1,4 @@
-package main
+package database
 
 import (
 	"strings"
@@ -14,6 +14,7 @@ import (
 // standby after a failover) or a FATAL error is dropped, any other error
 // keeps it.
 func TestPoolConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		dsn, mode string
 		want      pgx.QueryExecMode
@@ -23,8 +24,7 @@ func TestPoolConfig(t *testing.T) {
 		{"postgres://u:pw@h/db?default_query_exec_mode=simple_protocol", "cache_describe", pgx.QueryExecModeSimpleProtocol},
 	}
 	for _, tt := range tests {
-		cfg := Config{DatabaseURL: tt.dsn, DatabaseExecMode: tt.mode, DatabaseMaxConns: 7}
-		pc, _, err := poolConfig(tt.dsn, "DATABASE_URL", cfg, false, "test")
+		pc, _, err := poolConfig(tt.dsn, "DATABASE_URL", tt.mode, false, "test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,8 +46,7 @@ func TestPoolConfig(t *testing.T) {
 			}
 		}
 	}
-	cfg := Config{DatabaseURL: "postgres://u:pw@h/db", DatabaseExecMode: "cache_describe", DatabaseMaxConns: 7}
-	p, err := newPool(t.Context(), cfg, false, "test")
+	p, err := Open(t.Context(), Options{URL: "postgres://u:pw@h/db", ExecMode: "cache_describe", MaxConns: 7}, false, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +55,7 @@ func TestPoolConfig(t *testing.T) {
 		t.Fatalf("MaxConns %d, want 7", p.Config().MaxConns)
 	}
 	// A TLS file pgx cannot read is named; the password is not.
-	_, _, err = poolConfig("postgres://u:secretpw@h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem", "DATABASE_URL", cfg, false, "test")
+	_, _, err = poolConfig("postgres://u:secretpw@h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem", "DATABASE_URL", "cache_describe", false, "test")
 	if err == nil || !strings.Contains(err.Error(), "unable to read CA file") || strings.Contains(err.Error(), "secretpw") {
 		t.Fatalf("error %v: want the CA file named, the password not", err)
 	}

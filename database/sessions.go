@@ -1,4 +1,4 @@
-package payments
+package database
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func KeepsSessions(ctx context.Context, cc *pgx.ConnConfig) (bool, error) {
 	_, _ = rand.Read(b)
 	token := hex.EncodeToString(b)
 	if _, err := c1.Exec(ctx, `SELECT set_config('burnpoller.session_probe', $1, false)`, token); err != nil {
-		return false, fmt.Errorf("probing the session: %w", interpret(err))
+		return false, fmt.Errorf("probing the session: %w", err)
 	}
 	tx, err := c2.Begin(ctx)
 	if err != nil {
@@ -50,7 +50,7 @@ func KeepsSessions(ctx context.Context, cc *pgx.ConnConfig) (bool, error) {
 	}
 	var got string
 	if err := c1.QueryRow(ctx, `SELECT coalesce(current_setting('burnpoller.session_probe', true), '')`).Scan(&got); err != nil {
-		return false, fmt.Errorf("probing the session: %w", interpret(err))
+		return false, fmt.Errorf("probing the session: %w", err)
 	}
 	return got == token, nil
 }
