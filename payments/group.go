@@ -47,16 +47,27 @@ func (s *Store) AgreeOnHook(ctx context.Context, chainID uint64, contract, diges
 	return hookAgrees(contract, recorded, digest)
 }
 
+// HookRecords says whether CheckHook holds the hook records it read.
+type HookRecords bool
+
+const (
+	// ReadHookRecords only reads them.
+	ReadHookRecords HookRecords = false
+	// HoldHookRecords keeps them from changing for the rest of the
+	// transaction (FOR SHARE).
+	HoldHookRecords HookRecords = true
+)
+
 // CheckHook returns nil when the recorded hook of each of contracts is
 // digest (or none is recorded), else an error wrapping ErrHookMismatch.
-// With hold, it keeps the records from changing for the rest of the
-// transaction (FOR SHARE), so that a writer whose hook is being replaced
-// cannot commit under the old one; hold only while holding the cursor, or
-// standbys, each holding the records while they wait, could keep a
-// replacement waiting for ever.
-func (t *Tx) CheckHook(ctx context.Context, chainID uint64, contracts []string, digest string, hold bool) error {
+// HoldHookRecords keeps the records from changing for the rest of the
+// transaction, so that a writer whose hook is being replaced cannot commit
+// under the old one; hold only while holding the cursor, or standbys, each
+// holding the records while they wait, could keep a replacement waiting
+// for ever.
+func (t *Tx) CheckHook(ctx context.Context, chainID uint64, contracts []string, digest string, records HookRecords) error {
 	lock := ""
-	if hold {
+	if records == HoldHookRecords {
 		lock = " FOR SHARE"
 	}
 	keys := slices.Clone(contracts)

@@ -52,13 +52,13 @@ func TestAgreeOnHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if err := tx.CheckHook(ctx, 1337, []string{contractA}, b, true); err != nil {
+	if err := tx.CheckHook(ctx, 1337, []string{contractA}, b, payments.HoldHookRecords); err != nil {
 		t.Fatalf("CheckHook with the recorded hook = %v", err)
 	}
-	if err := tx.CheckHook(ctx, 1337, []string{contractA}, a, false); !errors.Is(err, payments.ErrHookMismatch) || strings.Contains(err.Error(), a[:8]) || strings.Contains(err.Error(), b[:8]) {
+	if err := tx.CheckHook(ctx, 1337, []string{contractA}, a, payments.ReadHookRecords); !errors.Is(err, payments.ErrHookMismatch) || strings.Contains(err.Error(), a[:8]) || strings.Contains(err.Error(), b[:8]) {
 		t.Fatalf("CheckHook with another hook = %v", err)
 	}
-	if err := tx.CheckHook(ctx, 1337, []string{"0x" + strings.Repeat("ee", 20)}, a, true); err != nil {
+	if err := tx.CheckHook(ctx, 1337, []string{"0x" + strings.Repeat("ee", 20)}, a, payments.HoldHookRecords); err != nil {
 		t.Fatalf("CheckHook of a contract that recorded none = %v", err)
 	}
 	if payments.HookDigest("  ") != "" || len(a) != 64 {

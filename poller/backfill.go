@@ -124,7 +124,7 @@ func Backfill(ctx context.Context, w *Writer, cfg BackfillConfig) (BackfillProgr
 		return prog, err
 	}
 	// A chunk in flight may finish after ctx ends, within its own timeout.
-	hard := context.WithoutCancel(ctx)
+	drain := context.WithoutCancel(ctx)
 	b := newBackoff(cfg.MaxBackoff)
 	failures := 0
 	for {
@@ -136,7 +136,7 @@ func Backfill(ctx context.Context, w *Writer, cfg BackfillConfig) (BackfillProgr
 		if ctx.Err() != nil {
 			return prog, ErrInterrupted
 		}
-		res, err := backfillChunk(ctx, hard, w, cfg)
+		res, err := backfillChunk(ctx, drain, w, cfg)
 		if err == nil {
 			failures = 0
 			b.Reset()
@@ -251,8 +251,8 @@ func interrupted(ctx context.Context, err error) error {
 
 // backfillChunk commits the next chunk of the backfill in its own range
 // transaction, under the backfill cursor's lock.
-func backfillChunk(stop, hard context.Context, w *Writer, cfg BackfillConfig) (Totals, error) {
-	ctx, cancel := context.WithTimeout(hard, w.cfg.TxTimeout)
+func backfillChunk(stop, drain context.Context, w *Writer, cfg BackfillConfig) (Totals, error) {
+	ctx, cancel := context.WithTimeout(drain, w.cfg.TxTimeout)
 	defer cancel()
 	tx, err := w.Begin(stop, ctx, cfg.ID)
 	if errors.Is(err, payments.ErrLockTimeout) {

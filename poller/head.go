@@ -288,10 +288,10 @@ func diffPending(from, to int64, rows []payments.Pending, onChain []payments.Pay
 // ones at once, for up to POLL_INTERVAL, each its own short transaction.
 // A failure is logged and counted, never returned: the ledger goes on, and
 // readiness does not change.
-func (l *Loop) trackHead(stop, hard context.Context) {
+func (l *Loop) trackHead(stop, drain context.Context) {
 	deadline := time.Now().Add(l.cfg.PollInterval)
 	for {
-		res, ok := l.trackHeadOnce(stop, hard)
+		res, ok := l.trackHeadOnce(stop, drain)
 		if !ok || !res.Behind || stop.Err() != nil || !time.Now().Before(deadline) {
 			return
 		}
@@ -299,8 +299,8 @@ func (l *Loop) trackHead(stop, hard context.Context) {
 	}
 }
 
-func (l *Loop) trackHeadOnce(stop, hard context.Context) (HeadTotals, bool) {
-	ctx, cancel := context.WithTimeout(hard, l.w.cfg.TxTimeout)
+func (l *Loop) trackHeadOnce(stop, drain context.Context) (HeadTotals, bool) {
+	ctx, cancel := context.WithTimeout(drain, l.w.cfg.TxTimeout)
 	defer cancel()
 	res, err := l.w.TrackHead(stop, ctx, l.cfg.CursorID, l.cfg.PendingMaxBlocks)
 	switch {

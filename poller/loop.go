@@ -144,12 +144,15 @@ const (
 // or an error when it cannot start (the cursor cannot be seeded before ctx
 // ends).
 func (l *Loop) Run(ctx context.Context) error {
-	// hard outlives ctx by DrainTimeout: it bounds the in-flight transaction.
-	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelHard()
+	// Three contexts, each under one name throughout the package: stop
+	// (Run's: ends waits, starts the shutdown), drain (outlives stop by
+	// DrainTimeout: bounds the work in flight), and ctx, an operation's
+	// own (a transaction's: drain with TX_TIMEOUT).
+	drain, cancelDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelDrain()
 	go func() {
 		select {
-		case <-hard.Done():
+		case <-drain.Done():
 			return
 		case <-ctx.Done():
 		}
@@ -157,9 +160,9 @@ func (l *Loop) Run(ctx context.Context) error {
 		t := time.NewTimer(l.cfg.DrainTimeout)
 		defer t.Stop()
 		select {
-		case <-hard.Done():
+		case <-drain.Done():
 		case <-t.C:
-			cancelHard()
+			cancelDrain()
 		}
 	}()
 
@@ -176,7 +179,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			continue
 		}
 		started := time.Now()
-		out, err := l.poll(ctx, hard)
+		out, err := l.poll(ctx, drain)
 		l.latch.note(err)
 		var v *ViolationError
 		switch {
@@ -214,7 +217,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		default:
 			b.Reset()
 			if l.cfg.Pending && ctx.Err() == nil {
-				l.trackHead(ctx, hard)
+				l.trackHead(ctx, drain)
 			}
 			l.idle(ctx, started)
 		}
@@ -310,10 +313,10 @@ func (l *Loop) seed(ctx context.Context) error {
 // poll runs one range transaction: begin, lock the cursor, read the target,
 // then either record the ranges up to it or, at the target, rescan when
 // due; commit.
-func (l *Loop) poll(stop, hard context.Context) (out outcome, err error) {
+func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 	start := time.Now()
 	defer func() { l.metrics.poll(time.Since(start), resultLabel(out, err)) }()
-	ctx, cancel := context.WithTimeout(hard, l.w.cfg.TxTimeout)
+	ctx, cancel := context.WithTimeout(drain, l.w.cfg.TxTimeout)
 	defer cancel()
 	lockStart := time.Now()
 	tx, err := l.w.Begin(stop, ctx, l.cfg.CursorID)

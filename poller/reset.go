@@ -89,7 +89,7 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 	}
 	wctx, cancelWait := context.WithTimeout(ctx, wait.TxTimeout)
 	defer cancelWait()
-	t, err := w.begin(wctx, wctx, id, wait, false)
+	t, err := w.begin(wctx, wctx, id, wait, resetRule)
 	if errors.Is(err, payments.ErrLockTimeout) {
 		return ResetResult{}, fmt.Errorf("cursor %q: %w; retry, or pass --wait: %w", id, ErrCursorLocked, err)
 	}

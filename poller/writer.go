@@ -167,10 +167,27 @@ type Totals struct {
 // the wait so that a standby reports it too. On success the caller must
 // Commit or Rollback.
 func (w *Writer) Begin(stop, ctx context.Context, id string) (*RangeTx, error) {
-	return w.begin(stop, ctx, id, payments.Limits{LockWait: w.cfg.LockWait, TxTimeout: w.cfg.TxTimeout}, !w.cfg.IgnoreGroupHook)
+	rule := writeRule
+	if w.cfg.IgnoreGroupHook {
+		rule = resetRule
+	}
+	return w.begin(stop, ctx, id, payments.Limits{LockWait: w.cfg.LockWait, TxTimeout: w.cfg.TxTimeout}, rule)
 }
 
-func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Limits, checkHook bool) (*RangeTx, error) {
+// beginRule is what a transaction checks when it takes the cursor.
+type beginRule int
+
+const (
+	// writeRule: the group's hook (before the wait, and held once the
+	// cursor is) and, on the group's own cursor, its contracts.
+	writeRule beginRule = iota
+	// resetRule: neither (a cursor reset, or a backfill told to ignore
+	// the hook).
+	resetRule
+)
+
+func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Limits, rule beginRule) (*RangeTx, error) {
+	checkHook := rule == writeRule
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	unhook := context.AfterFunc(stop, cancelWait)
 	defer func() { unhook(); cancelWait() }()
@@ -181,7 +198,7 @@ func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Lim
 	// The hook is checked before the wait, so that a standby with a stale
 	// one says so, and held once the cursor is.
 	if checkHook {
-		if err := tx.CheckHook(waitCtx, w.cfg.ChainID, w.contracts(), w.cfg.HookDigest, false); err != nil {
+		if err := tx.CheckHook(waitCtx, w.cfg.ChainID, w.contracts(), w.cfg.HookDigest, payments.ReadHookRecords); err != nil {
 			tx.Rollback()
 			return nil, err
 		}
@@ -199,7 +216,7 @@ func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Lim
 		}
 	}
 	if checkHook {
-		if err := tx.CheckHook(ctx, w.cfg.ChainID, w.contracts(), w.cfg.HookDigest, true); err != nil {
+		if err := tx.CheckHook(ctx, w.cfg.ChainID, w.contracts(), w.cfg.HookDigest, payments.HoldHookRecords); err != nil {
 			tx.Rollback()
 			return nil, err
 		}

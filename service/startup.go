@@ -89,6 +89,19 @@ func Prepare(ctx context.Context, p Prep, d Deps, beat func()) (*payments.Hook, 
 	return hook, nil
 }
 
+// Ready checks once, without waiting, what a one-shot command that reads
+// the ledger and the chain needs (verify, cursor reset): a schema at this
+// binary's version, and a node on the configured chain.
+func Ready(ctx context.Context, d Deps) error {
+	if err := migrations.Check(ctx, d.Pool); err != nil {
+		return fmt.Errorf("checking the schema: %w", err)
+	}
+	if err := d.Nodes.Verify(ctx); err != nil {
+		return fmt.Errorf("checking the node: %w", err)
+	}
+	return nil
+}
+
 // startup is one Prepare: each step waits for one thing.
 type startup struct {
 	p    Prep

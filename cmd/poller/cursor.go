@@ -15,9 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
+	"github.com/burnpoller/burnpoller/service"
 )
 
 // cmdCursor runs "poller cursor show|reset".
@@ -165,10 +165,7 @@ func resetCursor(c *command, to int64, opts poller.ResetOptions, reason string, 
 		return err
 	}
 	defer pt.close()
-	if err := migrations.Check(ctx, pt.pool); err != nil {
-		return err
-	}
-	if err := pt.nodes.Verify(ctx); err != nil {
+	if err := service.Ready(ctx, pt.deps(log)); err != nil {
 		return err
 	}
 	id := c.cfg.cursorID()

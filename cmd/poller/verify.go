@@ -10,8 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/poller"
+	"github.com/burnpoller/burnpoller/service"
 )
 
 // exitUnverified: verify could not complete (node or database trouble).
@@ -37,12 +37,8 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		return exitUnverified
 	}
 	defer pt.close()
-	if err := migrations.Check(ctx, pt.pool); err != nil {
-		log.Error("checking the schema", slog.Any("err", err))
-		return exitUnverified
-	}
-	if err := pt.nodes.Verify(ctx); err != nil {
-		log.Error("checking the node", slog.Any("err", err))
+	if err := service.Ready(ctx, pt.deps(log)); err != nil {
+		log.Error("starting", slog.Any("err", err))
 		return exitUnverified
 	}
 	if *chunk == 0 {
