@@ -110,3 +110,30 @@ func (w *waker) session(ctx context.Context, listening func()) error {
 		w.wake()
 	}
 }
+
+// Waker tells its user when to read payment_events again: on each
+// notification on burnpoller_events (its payload never read: anyone who can
+// connect may send one), each time its LISTEN session is (re)established,
+// and, through Wait, every poll interval. It is the wake-up every reader of
+// the events shares: Run, RunAtLeastOnce, Follower, and the webhook
+// dispatcher, which keeps its watermarks in the database.
+type Waker struct{ w *waker }
+
+// NewWaker returns a waker that listens on a session taken out of pool (nil
+// polls only), waiting at most poll in Wait.
+func NewWaker(pool *pgxpool.Pool, poll time.Duration, log *slog.Logger) *Waker {
+	return &Waker{w: &waker{c: make(chan struct{}, 1), poll: poll, pool: pool, log: log}}
+}
+
+// Start listens until ctx ends; Stop waits for that.
+func (w *Waker) Start(ctx context.Context) { w.w.start(ctx) }
+
+// Stop waits until the listening session is closed (ctx given to Start
+// ended).
+func (w *Waker) Stop() { w.w.stop() }
+
+// C receives a value on each wake-up (coalesced).
+func (w *Waker) C() <-chan struct{} { return w.w.c }
+
+// Wait returns on a wake-up, after the poll interval, or when ctx ends.
+func (w *Waker) Wait(ctx context.Context) { w.w.wait(ctx) }

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/burnpoller/burnpoller/consume"
 	"github.com/burnpoller/burnpoller/internal/testsignal"
 	"github.com/burnpoller/burnpoller/payments"
 )
@@ -185,8 +186,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	for i, e := range d.cfg.Endpoints {
 		wg.Go(func() { d.deliverLoop(ctx, e, wakes[i]) })
 	}
-	notified := make(chan struct{}, 1)
-	wg.Go(func() { d.listen(ctx, notified) })
+	// The events' one wake-up (consume.Waker): a LISTEN on
+	// burnpoller_events, on the Listen pool when set.
+	listen := d.pool
+	if d.cfg.Listen != nil {
+		listen = d.cfg.Listen
+	}
+	waker := consume.NewWaker(listen, d.cfg.Poll, d.log)
+	waker.Start(ctx)
+	defer waker.Stop()
 	tick := time.NewTicker(d.cfg.Poll)
 	defer tick.Stop()
 	for ctx.Err() == nil {
@@ -203,51 +211,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-tick.C:
-		case <-notified:
+		case <-waker.C():
 		}
 	}
 	wg.Wait()
 	return nil
-}
-
-// listen turns notifications on payments.EventsChannel into wake-ups. The
-// payload is not trusted or needed: the table is read either way.
-func (d *Dispatcher) listen(ctx context.Context, wake chan<- struct{}) {
-	for ctx.Err() == nil {
-		err := func() error {
-			pool := d.pool
-			if d.cfg.Listen != nil {
-				pool = d.cfg.Listen
-			}
-			c, err := pool.Acquire(ctx)
-			if err != nil {
-				return err
-			}
-			// A listening connection never goes back to the pool.
-			conn := c.Hijack()
-			defer conn.Close(context.WithoutCancel(ctx))
-			if _, err := conn.Exec(ctx, "LISTEN "+payments.EventsChannel); err != nil {
-				return err
-			}
-			for {
-				if _, err := conn.WaitForNotification(ctx); err != nil {
-					return err
-				}
-				select {
-				case wake <- struct{}{}:
-				default:
-				}
-			}
-		}()
-		if ctx.Err() != nil {
-			return
-		}
-		d.log.Debug("listening for events failed; polling meanwhile", slog.Any("err", err))
-		select {
-		case <-ctx.Done():
-		case <-time.After(5 * d.cfg.Poll):
-		}
-	}
 }
 
 // enqueueBatch is the most events looked at per endpoint and transaction.
