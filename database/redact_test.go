@@ -2,32 +2,12 @@ package database_test
 
 import (
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/burnpoller/burnpoller/database"
+	"github.com/burnpoller/burnpoller/internal/pgtest"
 )
-
-// pgEnv clears the variables pgx reads besides the connection string and
-// points the home directory at an empty one (no .pgpass, no client
-// certificates), so a connection string resolves the same everywhere; then
-// it sets env.
-func pgEnv(t *testing.T, env map[string]string) {
-	t.Helper()
-	for _, k := range []string{"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE", "PGAPPNAME",
-		"PGCONNECT_TIMEOUT", "PGSSLMODE", "PGSSLKEY", "PGSSLCERT", "PGSSLCERTMODE", "PGSSLSNI", "PGSSLROOTCERT",
-		"PGSSLPASSWORD", "PGSSLNEGOTIATION", "PGTARGETSESSIONATTRS", "PGSERVICE", "PGSERVICEFILE", "PGTZ", "PGOPTIONS",
-		"PGMINPROTOCOLVERSION", "PGMAXPROTOCOLVERSION", "PGCHANNELBINDING", "PGREQUIREAUTH"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("PGUSER", "envuser")
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-}
 
 // secretForms is every way secret could show: as given, URL-escaped, and
 // each of its space-separated parts.
@@ -169,7 +149,7 @@ func TestRedact(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pgEnv(t, tt.env)
+			pgtest.ClearPGEnv(t, tt.env)
 			got := database.Redact(tt.give)
 			if got != tt.want {
 				t.Errorf("database.Redact(%q) = %q, want %q", tt.give, got, tt.want)

@@ -40,31 +40,19 @@ func (t *Tx) AppendEvents(ctx context.Context, evs []Event) ([]string, error) {
 	}
 	n := len(evs)
 	var (
+		cols      = newColumns(n)
 		ords      = make([]int64, n)
-		kinds     = make([]string, n)
-		chainIDs  = make([]int64, n)
-		contracts = make([]string, n)
-		txHashes  = make([]string, n)
-		indexes   = make([]int64, n)
-		numbers   = make([]int64, n)
-		hashes    = make([]string, n)
-		payers    = make([]string, n)
-		digests   = make([]string, n)
-		amounts   = make([]string, n)
-		times     = make([]time.Time, n)
-		paymentID = make([]int64, n)
 		eventIDs  = make([]string, n)
+		kinds     = make([]string, n)
+		paymentID = make([]int64, n)
 		reasons   = make([]string, n)
 	)
 	for i, e := range evs {
-		if e.Amount == nil || e.Amount.Sign() < 0 {
-			return nil, fmt.Errorf("event %s: amount %v is not a uint256", e.EventID, e.Amount)
+		if err := cols.add("event "+e.EventID+" of", e.Payment()); err != nil {
+			return nil, err
 		}
 		ords[i], eventIDs[i], kinds[i] = t.staged+int64(i)+1, e.EventID, e.Kind
-		chainIDs[i], contracts[i], txHashes[i] = int64(e.ChainID), e.Contract, e.TxHash
-		indexes[i], numbers[i], hashes[i] = int64(e.LogIndex), e.BlockNumber, e.BlockHash
-		payers[i], digests[i], amounts[i] = e.Payer, e.Digest, e.Amount.String()
-		times[i], paymentID[i], reasons[i] = e.BurnedAt, e.PaymentID, e.Reason
+		paymentID[i], reasons[i] = e.PaymentID, e.Reason
 	}
 	if _, err := t.tx.Exec(ctx, `
 		WITH mark AS (
@@ -79,8 +67,7 @@ func (t *Tx) AppendEvents(ctx context.Context, evs []Event) ([]string, error) {
 		            $15::text[])
 		     AS e(ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
 		          block_hash, payer, digest, amount, burned_at, payment_id, reason)`,
-		ords, eventIDs, kinds, chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times, paymentID,
-		reasons, t.marked); err != nil {
+		append(append([]any{ords, eventIDs, kinds}, cols.args()...), paymentID, reasons, t.marked)...); err != nil {
 		return nil, fmt.Errorf("recording %d events: %w", n, interpret(err))
 	}
 	t.staged += int64(n)
@@ -193,26 +180,11 @@ func (t *Tx) PutPending(ctx context.Context, ps []Payment) error {
 	if len(ps) == 0 {
 		return nil
 	}
-	n := len(ps)
-	var (
-		chainIDs  = make([]int64, n)
-		contracts = make([]string, n)
-		txHashes  = make([]string, n)
-		indexes   = make([]int64, n)
-		numbers   = make([]int64, n)
-		hashes    = make([]string, n)
-		payers    = make([]string, n)
-		digests   = make([]string, n)
-		amounts   = make([]string, n)
-		times     = make([]time.Time, n)
-	)
-	for i, p := range ps {
-		if p.Amount == nil || p.Amount.Sign() < 0 {
-			return fmt.Errorf("pending payment %s/%d: amount %v is not a uint256", p.TxHash, p.LogIndex, p.Amount)
+	cols := newColumns(len(ps))
+	for _, p := range ps {
+		if err := cols.add("pending payment", p); err != nil {
+			return err
 		}
-		chainIDs[i], contracts[i], txHashes[i], indexes[i] = int64(p.ChainID), p.Contract, p.TxHash, int64(p.LogIndex)
-		numbers[i], hashes[i], payers[i], digests[i] = p.BlockNumber, p.BlockHash, p.Payer, p.Digest
-		amounts[i], times[i] = p.Amount.String(), p.BurnedAt
 	}
 	if _, err := t.tx.Exec(ctx, `
 		INSERT INTO pending_payments (chain_id, contract, tx_hash, log_index, block_number, block_hash,
@@ -226,8 +198,8 @@ func (t *Tx) PutPending(ctx context.Context, ps []Payment) error {
 		    contract = excluded.contract, block_number = excluded.block_number, block_hash = excluded.block_hash,
 		    payer = excluded.payer, digest = excluded.digest, amount = excluded.amount,
 		    burned_at = excluded.burned_at, first_seen = now()`,
-		chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times); err != nil {
-		return fmt.Errorf("recording %d pending payments: %w", n, interpret(err))
+		cols.args()...); err != nil {
+		return fmt.Errorf("recording %d pending payments: %w", len(ps), interpret(err))
 	}
 	return nil
 }

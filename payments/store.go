@@ -350,37 +350,12 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	var (
-		chainIDs  = make([]int64, len(ps))
-		contracts = make([]string, len(ps))
-		txHashes  = make([]string, len(ps))
-		indexes   = make([]int64, len(ps))
-		numbers   = make([]int64, len(ps))
-		hashes    = make([]string, len(ps))
-		payers    = make([]string, len(ps))
-		digests   = make([]string, len(ps))
-		amounts   = make([]string, len(ps))
-		times     = make([]time.Time, len(ps))
-		byKey     = make(map[paymentKey]int, len(ps))
-	)
+	cols := newColumns(len(ps))
+	byKey := make(map[paymentKey]int, len(ps))
 	for i, p := range ps {
-		if p.Amount == nil || p.Amount.Sign() < 0 {
-			return nil, fmt.Errorf("payment %s/%d: amount %v is not a uint256", p.TxHash, p.LogIndex, p.Amount)
+		if err := cols.add("payment", p); err != nil {
+			return nil, err
 		}
-		if p.ChainID > 1<<63-1 {
-			return nil, fmt.Errorf("payment %s/%d: chain id %d out of range", p.TxHash, p.LogIndex, p.ChainID)
-		}
-		chainIDs[i] = int64(p.ChainID)
-		contracts[i] = p.Contract
-		txHashes[i] = p.TxHash
-		indexes[i] = int64(p.LogIndex)
-		numbers[i] = p.BlockNumber
-		hashes[i] = p.BlockHash
-		payers[i] = p.Payer
-		digests[i] = p.Digest
-		// Decimal text, cast by Postgres to numeric: exact at any size.
-		amounts[i] = p.Amount.String()
-		times[i] = p.BurnedAt
 		byKey[paymentKey{p.TxHash, p.LogIndex}] = i
 	}
 	// The confirmed events are built from the inserted rows themselves and
@@ -412,7 +387,7 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 			INSERT INTO ledger_commits (head_chain_id) SELECT NULL WHERE NOT $12::bool AND EXISTS (SELECT 1 FROM ins)
 		)
 		SELECT ins.id, ins.tx_hash, ins.log_index FROM ins`,
-		chainIDs, contracts, txHashes, indexes, numbers, hashes, payers, digests, amounts, times, t.staged, t.marked)
+		append(cols.args(), t.staged, t.marked)...)
 	if err != nil {
 		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
 	}

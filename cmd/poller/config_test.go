@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net/url"
 	"os"
 	"reflect"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/poller"
 )
 
@@ -213,33 +213,6 @@ func TestMigrateNeedsOnlyTheDatabase(t *testing.T) {
 	}
 }
 
-// pgEnv clears the variables pgx reads besides the connection string and
-// points the home directory at an empty one (no .pgpass, no client
-// certificates), so a connection string resolves the same everywhere; then
-// it sets env.
-func pgEnv(t *testing.T, env map[string]string) {
-	t.Helper()
-	for _, k := range []string{"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE", "PGAPPNAME",
-		"PGCONNECT_TIMEOUT", "PGSSLMODE", "PGSSLKEY", "PGSSLCERT", "PGSSLCERTMODE", "PGSSLSNI", "PGSSLROOTCERT",
-		"PGSSLPASSWORD", "PGSSLNEGOTIATION", "PGTARGETSESSIONATTRS", "PGSERVICE", "PGSERVICEFILE", "PGTZ", "PGOPTIONS",
-		"PGMINPROTOCOLVERSION", "PGMAXPROTOCOLVERSION", "PGCHANNELBINDING", "PGREQUIREAUTH"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("PGUSER", "envuser")
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-}
-
-// secretForms is every way secret could show: as given, URL-escaped, and
-// each of its space-separated parts.
-func secretForms(secret string) []string {
-	forms := []string{secret, url.QueryEscape(secret), url.PathEscape(secret), url.UserPassword("u", secret).String()[2:]}
-	forms = append(forms, strings.Fields(secret)...)
-	return forms
-}
 
 // configRow returns the line of `poller config` output for key.
 func configRow(t *testing.T, out, key string) string {
@@ -315,7 +288,7 @@ func TestConfigCommandRedactsSecrets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			setEnv(t, with(tt.give))
-			pgEnv(t, nil)
+			pgtest.ClearPGEnv(t, nil)
 			var stdout, stderr bytes.Buffer
 			code := run([]string{"config"}, &stdout, &stderr)
 			out := stdout.String() + stderr.String()

@@ -324,3 +324,23 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// ClearPGEnv clears the variables pgx reads besides the connection string and
+// points the home directory at an empty one (no .pgpass, no client
+// certificates), so a connection string resolves the same everywhere; then
+// it sets env.
+func ClearPGEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	for _, k := range []string{"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE", "PGAPPNAME",
+		"PGCONNECT_TIMEOUT", "PGSSLMODE", "PGSSLKEY", "PGSSLCERT", "PGSSLCERTMODE", "PGSSLSNI", "PGSSLROOTCERT",
+		"PGSSLPASSWORD", "PGSSLNEGOTIATION", "PGTARGETSESSIONATTRS", "PGSERVICE", "PGSERVICEFILE", "PGTZ", "PGOPTIONS",
+		"PGMINPROTOCOLVERSION", "PGMAXPROTOCOLVERSION", "PGCHANNELBINDING", "PGREQUIREAUTH"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("PGUSER", "envuser")
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+}
