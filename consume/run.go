@@ -256,7 +256,11 @@ func (c *consumer) named(err error) error {
 // ownedTx is the transaction as a Handler sees it: the consumer commits it.
 type ownedTx struct{ pgx.Tx }
 
-func (ownedTx) Commit(context.Context) error   { return ErrTxOwned }
+// Commit refuses: the offset and the handler's writes commit together.
+func (ownedTx) Commit(context.Context) error { return ErrTxOwned }
+
+// Rollback refuses: a failing handler returns its error, and the consumer
+// rolls back.
 func (ownedTx) Rollback(context.Context) error { return ErrTxOwned }
 
 // bound applies the batch's limits to the rest of tx on the server, so that
@@ -282,7 +286,7 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 // doubling, at most 30s, each anywhere in its upper half.
 func backoff(n int) time.Duration {
 	d := min(100*time.Millisecond<<min(n-1, 9), 30*time.Second)
-	return d/2 + rand.N(d/2+1)
+	return d/2 + rand.N(d/2+1) //nolint:gosec // back-off jitter, not a secret
 }
 
 func sleep(ctx context.Context, d time.Duration) {

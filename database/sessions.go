@@ -44,7 +44,7 @@ func KeepsSessions(ctx context.Context, cc *pgx.ConnConfig) (bool, error) {
 		// A pooler in statement mode refuses transactions.
 		return false, nil
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
 		return false, nil
 	}

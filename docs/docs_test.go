@@ -216,7 +216,7 @@ func snippetFile(s snippet, abs string) ([]byte, error) {
 			line += list[0].Pos.Line - 2 // the package clause is line 1
 			err = errors.New(list[0].Msg)
 		}
-		return nil, fmt.Errorf("%s:%d: not a Go file or top-level declarations (put statements in a function): %v", s.file, line, err)
+		return nil, fmt.Errorf("%s:%d: not a Go file or top-level declarations (put statements in a function): %w", s.file, line, err)
 	}
 	var b bytes.Buffer
 	b.WriteString("package snippet\n\n")

@@ -32,6 +32,7 @@ var soakFor = flag.Duration("soak", 0, "inject chaos faults for this long instea
 // BURNPOLLER_CHAOS_DURATION (a Go duration), which turn the suite into a
 // soak.
 func chaosDuration(t *testing.T) time.Duration {
+	t.Helper()
 	if *soakFor > 0 {
 		return *soakFor
 	}
@@ -110,6 +111,7 @@ func (r *replica) current() *proc {
 }
 
 func (r *replica) start(t *testing.T) {
+	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gen++

@@ -212,6 +212,7 @@ func TestTransportFaults(t *testing.T) {
 	}{
 		{"429 with Retry-After", func(f *rpcfault.Faults) { f.Throttle, f.RetryAfter = 4, 2*time.Second }, nil, "throttled",
 			func(s rpcfault.Stats) int { return s.Throttled }, func(t *testing.T, r *faultRun, took time.Duration) {
+				t.Helper()
 				// Four throttled requests, each asking for two seconds. A
 				// lower bound: a slow machine only makes the run longer.
 				if took < 6*time.Second {

@@ -29,6 +29,7 @@ type groupsDB struct {
 func groupsDatabases(t *testing.T) []groupsDB {
 	t.Helper()
 	direct := groupsDB{name: "direct", fresh: func(t *testing.T) (string, string) {
+		t.Helper()
 		_, url := pgtest.NewPool(t)
 		return url, url
 	}}
@@ -38,6 +39,7 @@ func groupsDatabases(t *testing.T) []groupsDB {
 		n       int
 	)
 	pooled := groupsDB{name: "through PgBouncer", fresh: func(t *testing.T) (string, string) {
+		t.Helper()
 		if srv == nil {
 			srv = pgtopo.Standalone(t)
 			bouncer = pgtopo.NewBouncer(t, srv)

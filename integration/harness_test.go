@@ -216,7 +216,7 @@ func startRecorder(t *testing.T, target string, delay time.Duration) *rpcRecorde
 	}
 	r.URL = "http://" + l.Addr().String()
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
-	go r.srv.Serve(l)
+	go func() { _ = r.srv.Serve(l) }()
 	t.Cleanup(func() { _ = r.srv.Close() })
 	return r
 }

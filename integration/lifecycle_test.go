@@ -58,6 +58,7 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 		{
 			name: "waiting for the lock",
 			setup: func(t *testing.T, r *faultRun) {
+				t.Helper()
 				// Another session holds the cursor row.
 				conn, err := pgx.Connect(context.Background(), r.dbURL)
 				if err != nil {
@@ -77,17 +78,19 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 				}
 			},
 			env:    []string{"LOCK_WAIT=5m", "TX_TIMEOUT=10m"},
-			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "FOR UPDATE", "Lock") },
+			until:  func(t *testing.T, r *faultRun) { t.Helper(); waitActivity(t, r, "FOR UPDATE", "Lock") },
 			expect: "rollback",
 		},
 		{
 			name: "holding the lock before eth_getLogs (SIGINT)",
 			sig:  syscall.SIGINT,
 			setup: func(t *testing.T, r *faultRun) {
+				t.Helper()
 				// Below RPC_TIMEOUT (1s), so the target call succeeds, slowly.
 				r.proxies[0].Set(func(f *rpcfault.Faults) { f.DelayTarget = 700 * time.Millisecond })
 			},
 			until: func(t *testing.T, r *faultRun) {
+				t.Helper()
 				waitFor(t, time.Minute, "a delayed target request", func() bool {
 					v, _ := scrape(r.addr, "burnpoller_lock_held")
 					return v == 1 && r.proxies[0].Stats().Delayed > 3
@@ -98,12 +101,13 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 			name: "between the insert and the cursor update",
 			// The hook runs once per payment: about 1.5s for the first range's 36.
 			env:    []string{"PAYMENT_HOOK_SQL=SELECT pg_sleep(0.04), $1::bigint"},
-			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "pg_sleep(0.04)", "Timeout") },
+			until:  func(t *testing.T, r *faultRun) { t.Helper(); waitActivity(t, r, "pg_sleep(0.04)", "Timeout") },
 			expect: "advance",
 		},
 		{
 			name: "during commit",
 			setup: func(t *testing.T, r *faultRun) {
+				t.Helper()
 				// A deferred trigger runs at COMMIT: the commit takes 1.5s.
 				if _, err := r.pool.Exec(context.Background(), `
 					CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -113,13 +117,14 @@ func TestShutdownAtEveryPhase(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			until:  func(t *testing.T, r *faultRun) { waitActivity(t, r, "commit", "Timeout") },
+			until:  func(t *testing.T, r *faultRun) { t.Helper(); waitActivity(t, r, "commit", "Timeout") },
 			expect: "advance",
 		},
 		{
 			name: "a transaction outliving SHUTDOWN_TIMEOUT",
 			env:  []string{"PAYMENT_HOOK_SQL=SELECT pg_sleep(600), $1::bigint", "TX_TIMEOUT=20m"},
 			until: func(t *testing.T, r *faultRun) {
+				t.Helper()
 				waitActivity(t, r, "pg_sleep(600)", "Timeout")
 			},
 			expect:  "rollback",

@@ -29,6 +29,7 @@ type receiver struct {
 }
 
 func startReceiver(t *testing.T, secret string) *receiver {
+	t.Helper()
 	r := &receiver{t: t, secret: secret, got: map[string]payments.Event{}, tries: map[string]int{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.srv.Close)

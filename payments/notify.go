@@ -48,7 +48,7 @@ type NotifiedItem struct {
 	Amount      string `json:"amount"`
 }
 
-// Notification accumulates, across the ranges of a transaction, what its
+// Add accumulates, across the ranges of a transaction, what its
 // notification says: a count and an id span, and the payments themselves
 // while they are few. Add as ranges are inserted; nothing else is kept.
 func (n *Notification) Add(inserted []Inserted) {

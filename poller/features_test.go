@@ -252,7 +252,7 @@ func TestEventIDsNameOneOccurrence(t *testing.T) {
 		"seen": {func(c *world) {
 			c.node.setHead(15)
 			c.x = c.node.addBurnTx(12, xTx, 0xee, 0, 500)
-		}, func(t *testing.T, c *world) { advance(t, c.w, c.node, "test"); trackAny(t, c) }},
+		}, func(t *testing.T, c *world) { t.Helper(); advance(t, c.w, c.node, "test"); trackAny(t, c) }},
 		// Its block leaves the chain above the target.
 		"dropped": {func(c *world) { c.node.reorg(12) }, trackAny},
 		// The chain comes back to the branch it left.
@@ -261,10 +261,11 @@ func TestEventIDsNameOneOccurrence(t *testing.T) {
 			c.x = c.node.addBurnTx(12, xTx, 0xee, 0, 500)
 		}, trackAny},
 		// Final: confirmed.
-		"final": {func(c *world) { c.node.setTarget(20) }, func(t *testing.T, c *world) { advance(t, c.w, c.node, "test") }},
+		"final": {func(c *world) { c.node.setTarget(20) }, func(t *testing.T, c *world) { t.Helper(); advance(t, c.w, c.node, "test") }},
 		// A reorganisation below finality drops it; an operator's reset
 		// orphans the payment.
 		"orphaned": {func(c *world) { c.node.reorg(12) }, func(t *testing.T, c *world) {
+			t.Helper()
 			reset(t, c)
 			advance(t, c.w, c.node, "test")
 		}},
@@ -274,6 +275,7 @@ func TestEventIDsNameOneOccurrence(t *testing.T) {
 			c.node.unreorg()
 			c.x = c.node.addBurnTx(12, xTx, 0xee, 0, 500)
 		}, func(t *testing.T, c *world) {
+			t.Helper()
 			reset(t, c)
 			advance(t, c.w, c.node, "test")
 		}},

@@ -321,7 +321,7 @@ func TestHeadTrackingFailureNeverStopsTheLedger(t *testing.T) {
 	l.Signals.HeadFailed.Init()
 	l.Signals.HeadTracked.Init()
 	stop := h.run(l)
-	l.Signals.HeadFailed.Wait(t, 10*time.Second)
+	_ = l.Signals.HeadFailed.Wait(t, 10*time.Second)
 	h.waitCursor(5)
 	if err := l.Health(); err != nil {
 		t.Fatalf("health with head tracking failing: %v", err)

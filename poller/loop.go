@@ -274,6 +274,35 @@ func (l *Loop) skip(ctx context.Context, tx *RangeTx) (bool, error) {
 	return age < l.cfg.PollInterval*9/10, nil
 }
 
+// standAside lets another replica's work stand when it should (see yield
+// and skip): it commits what taking the row did (the group's contracts kept
+// in step with this replica's, a rolling update's new member) and says so
+// with done.
+func (l *Loop) standAside(ctx context.Context, tx *RangeTx) (out outcome, done bool, err error) {
+	switch {
+	case l.yield(tx.Cursor()):
+		out = outYielded
+	default:
+		skip, err := l.skip(ctx, tx)
+		if err != nil {
+			return outSkipped, true, err
+		}
+		if !skip {
+			return outIdle, false, nil
+		}
+		out = outSkipped
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		return out, true, err
+	}
+	if out == outYielded {
+		l.Signals.Standby.Send(struct{}{})
+	} else {
+		l.Signals.Skipped.Send(struct{}{})
+	}
+	return out, true, nil
+}
+
 // yield says another replica moved the cursor within handoffWindow of
 // this one taking the row: it is catching up, and its next transaction is
 // already waiting for the row with the ranges it fetched ahead in flight
@@ -335,25 +364,8 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 	defer l.metrics.lockHeld(false)
 	cur := tx.Cursor()
 	l.metrics.cursor(cur.Block)
-	if l.yield(cur) {
-		// What taking the row did commits (as for a skip).
-		if _, err := tx.Commit(ctx); err != nil {
-			return outYielded, err
-		}
-		l.Signals.Standby.Send(struct{}{})
-		return outYielded, nil
-	}
-	if skip, err := l.skip(ctx, tx); err != nil || skip {
-		if err != nil {
-			return outSkipped, err
-		}
-		// What taking the row did commits: the group's contracts kept in
-		// step with this replica's (a rolling update's new member).
-		if _, err := tx.Commit(ctx); err != nil {
-			return outSkipped, err
-		}
-		l.Signals.Skipped.Send(struct{}{})
-		return outSkipped, nil
+	if out, done, err := l.standAside(ctx, tx); done {
+		return out, err
 	}
 
 	readAt := time.Now()

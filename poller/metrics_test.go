@@ -26,6 +26,7 @@ func TestACancelledCallIsNotAnEndpointError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			m := poller.NewMetrics(prometheus.NewRegistry(), "t", "t", "t")
 			m.RPC("e", "eth_getLogs", tt.give, 0)
 			if n := testutil.ToFloat64(m.RPCRequests.WithLabelValues("eth_getLogs", tt.give)); n != 1 {

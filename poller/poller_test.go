@@ -59,6 +59,7 @@ func TestNextRange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			from, to, ok := poller.NextRange(tt.cursor, tt.target, tt.maxRange)
 			if ok != tt.wantOK || (ok && (from != tt.wantFrom || to != tt.wantTo)) {
 				t.Fatalf("NextRange(%d, %d, %d) = %d, %d, %v; want %d, %d, %v",
@@ -825,6 +826,7 @@ func TestThrottledWaitHonoursRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got := poller.RetryWait(tt.give, tt.maxWait)
 			if got < tt.min || got > tt.max {
 				t.Fatalf("wait = %s, want within [%s, %s]", got, tt.min, tt.max)

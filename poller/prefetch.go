@@ -32,9 +32,9 @@ const (
 type prefetcher struct {
 	src       rangeSource
 	contracts []common.Address
-	maxSpan   uint64        // the most blocks a range may ask for
-	memory    *atomic.Int32 // where the window is kept for the next read; nil: nowhere
-	ctx       context.Context
+	maxSpan   uint64          // the most blocks a range may ask for
+	memory    *atomic.Int32   // where the window is kept for the next read; nil: nowhere
+	ctx       context.Context //nolint:containedctx // the fetches' own, which outlive a transaction (ranges in flight are the next one's)
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	next, to  int64     // the first block not planned yet, and the last

@@ -165,6 +165,7 @@ func TestPrefetcherWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			w := &Writer{}
 			p := &prefetcher{memory: &w.window, window: minWindow, fetchTook: tt.fetch}
 			p.Recorded(tt.write, tt.logs)

@@ -106,7 +106,7 @@ func TestResetMarksTheOrphanedBranch(t *testing.T) {
 	node.reorg(6)
 	fresh := node.addBurn(9, 4, 0, 8)
 	node.setTarget(20)
-	l.Signals.Latched.Wait(t, 10*time.Second)
+	_ = l.Signals.Latched.Wait(t, 10*time.Second)
 
 	res, err := h.writer().Reset(ctx, h.lcfg.CursorID, 5, poller.ResetOptions{MarkOrphaned: true})
 	if err != nil {
@@ -256,7 +256,7 @@ func TestResetToTheCursorBlockClearsALedgerViolation(t *testing.T) {
 	fresh := node.addBurn(16, 2, 0, 6)
 	node.setTarget(30)
 	l, stop := h.start()
-	l.Signals.Latched.Wait(t, 10*time.Second)
+	_ = l.Signals.Latched.Wait(t, 10*time.Second)
 	res, err := h.writer().Reset(ctx, h.lcfg.CursorID, 9, poller.ResetOptions{MarkOrphaned: true})
 	if err != nil {
 		t.Fatal(err)

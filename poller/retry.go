@@ -35,6 +35,8 @@ func retryWait(b *backoff.ExponentialBackOff, err error, maxWait time.Duration) 
 		wait = max(wait, chain.RetryAfterOf(err))
 	case chain.ClassPermanent:
 		wait = maxWait
+	default:
+		// The back-off as it stands.
 	}
 	if errors.Is(err, chain.ErrRangeAtOneBlock) || errors.Is(err, payments.ErrHookMismatch) ||
 		errors.Is(err, payments.ErrContractsMismatch) || errors.Is(err, chain.ErrHistoryUnavailable) {

@@ -425,7 +425,7 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 	deadline := time.Now().Add(budget)
 	ranges := t.w.readAhead(ctx, readSpec{contracts: t.w.cfg.Contracts, from: cur.Block + 1, to: to, ledger: cur, deadline: deadline})
 	t.reading = ranges
-	end := cur.Block
+	var end int64
 	for {
 		r, err := ranges.Next(ctx)
 		if err != nil {

@@ -306,7 +306,7 @@ func TestAReincludedBurnUnderItsOldKeyIsRecordedAfterTheReset(t *testing.T) {
 	node.reorg(12)
 	node.addBurnTx(16, tx, 7, 0, 500) // the same key, in another block
 	node.setTarget(30)
-	l.Signals.Latched.Wait(t, 10*time.Second)
+	_ = l.Signals.Latched.Wait(t, 10*time.Second)
 	res, err := h.writer().Reset(ctx, h.lcfg.CursorID, 11, poller.ResetOptions{MarkOrphaned: true})
 	if err != nil {
 		t.Fatal(err)

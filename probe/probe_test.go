@@ -15,7 +15,7 @@ import (
 
 func serve(t *testing.T, live func() error, checks []probe.Check) string {
 	t.Helper()
-	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "burnpoller_up 1\n") })
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "burnpoller_up 1\n") })
 	return "http://" + serveHandler(t, probe.Handler(live, checks, metrics))
 }
 

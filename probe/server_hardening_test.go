@@ -68,7 +68,7 @@ func serveHandler(t *testing.T, h http.Handler) string {
 //
 // All connections are opened before any is waited on, so the test takes one
 // read-header timeout whatever the -parallel setting.
-func TestReadHeaderTimeoutDisconnectsSlowClients(t *testing.T) {
+func TestReadHeaderTimeoutDisconnectsSlowClients(t *testing.T) { //nolint:tparallel // the cases share one clock: all connections are open before any is waited on
 	t.Parallel()
 	// cut is closed when the read timeout ends the control's body read.
 	cut := make(chan struct{})
@@ -119,6 +119,7 @@ func TestReadHeaderTimeoutDisconnectsSlowClients(t *testing.T) {
 		{
 			name: "partial request line",
 			send: func(t *testing.T, c net.Conn, _ *bufio.Reader) {
+				t.Helper()
 				mustWrite(t, c, "GET /livez HT")
 			},
 			wantReply: "HTTP/1.1 400 Bad Request\r\n",
@@ -126,6 +127,7 @@ func TestReadHeaderTimeoutDisconnectsSlowClients(t *testing.T) {
 		{
 			name: "headers without the final blank line",
 			send: func(t *testing.T, c net.Conn, _ *bufio.Reader) {
+				t.Helper()
 				mustWrite(t, c, "GET /livez HTTP/1.1\r\nHost: probe\r\nUser-Agent: slow\r\n")
 			},
 		},
@@ -134,6 +136,7 @@ func TestReadHeaderTimeoutDisconnectsSlowClients(t *testing.T) {
 			// must not push the header deadline back.
 			name: "header trickled a byte at a time",
 			send: func(t *testing.T, c net.Conn, _ *bufio.Reader) {
+				t.Helper()
 				mustWrite(t, c, "GET /livez HTTP/1.1\r\nHost: probe\r\nX-Slow: ")
 				ctx := t.Context()
 				var wg sync.WaitGroup
@@ -159,6 +162,7 @@ func TestReadHeaderTimeoutDisconnectsSlowClients(t *testing.T) {
 			// connection, not only to the first.
 			name: "second request on a kept-alive connection",
 			send: func(t *testing.T, c net.Conn, br *bufio.Reader) {
+				t.Helper()
 				mustWrite(t, c, "GET /livez HTTP/1.1\r\nHost: probe\r\n\r\n")
 				resp, err := http.ReadResponse(br, nil)
 				if err != nil {
@@ -254,7 +258,7 @@ func TestRequestBodyLimit(t *testing.T) {
 		case err != nil:
 			http.Error(w, err.Error(), http.StatusBadRequest)
 		default:
-			io.WriteString(w, "burnpoller_up 1\n")
+			_, _ = io.WriteString(w, "burnpoller_up 1\n")
 		}
 	})
 	base := "http://" + serveHandler(t, probe.Handler(func() error { return nil }, nil, metrics))
@@ -305,7 +309,7 @@ func TestRequestBodyLimit(t *testing.T) {
 // TestNonGetMethodsAreRejected complements TestOnlyGetOnKnownPaths: every
 // other method on each probe path gets 405 with the methods that are allowed,
 // and no probe, check or metrics code runs.
-func TestNonGetMethodsAreRejected(t *testing.T) {
+func TestNonGetMethodsAreRejected(t *testing.T) { //nolint:tparallel // the cases share one server, each a request on it in turn
 	t.Parallel()
 	var calls atomic.Int64
 	live := func() error { calls.Add(1); return nil }

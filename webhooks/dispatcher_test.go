@@ -79,6 +79,7 @@ type receiver struct {
 }
 
 func newReceiver(t *testing.T, answer func(id string, try int) int) *receiver {
+	t.Helper()
 	r := &receiver{t: t, answer: answer, tries: map[string]int{}, ok: map[string][]byte{}}
 	r.srv = &http.Server{Handler: r}
 	return r

@@ -94,4 +94,4 @@ func Backoff(attempt int, r float64) time.Duration {
 	return d/2 + time.Duration(r*float64(d/2))
 }
 
-func jitter() float64 { return rand.Float64() }
+func jitter() float64 { return rand.Float64() } //nolint:gosec // back-off jitter, not a secret

@@ -74,4 +74,3 @@ func TestADeletedEndpointRowLosesNoEvent(t *testing.T) {
 		t.Fatalf("%d rows in webhook_endpoints_removed (%v), want 0", removed, err)
 	}
 }
-

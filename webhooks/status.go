@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -173,7 +174,7 @@ func RetryDead(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 func RetrySeq(ctx context.Context, pool *pgxpool.Pool, seq int64) (int64, error) {
 	var kind string
 	if err := pool.QueryRow(ctx, `SELECT kind FROM payment_events WHERE seq = $1`, seq).Scan(&kind); err != nil {
-		if err == pgx.ErrNoRows {
+		if errors.Is(err, pgx.ErrNoRows) {
 			return 0, fmt.Errorf("no event with seq %d", seq)
 		}
 		return 0, fmt.Errorf("reading event %d: %w", seq, err)

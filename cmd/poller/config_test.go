@@ -213,7 +213,6 @@ func TestMigrateNeedsOnlyTheDatabase(t *testing.T) {
 	}
 }
 
-
 // configRow returns the line of `poller config` output for key.
 func configRow(t *testing.T, out, key string) string {
 	t.Helper()

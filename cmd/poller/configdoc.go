@@ -36,7 +36,7 @@ func cmdConfigArgs(args []string, stdout, stderr io.Writer) int {
 // configDocs names, for each variable, the page of docs/ (relative to it)
 // that says more about it than its description. A variable without an
 // entry fails TestConfigDocsCoverEveryVariable.
-var configDocs = map[string]string{
+var configDocs = map[string]string{ //nolint:gosec // variable names and doc pages, not credentials
 	"DATABASE_URL":           "operations/postgres.md#variables",
 	"DATABASE_DIRECT_URL":    "operations/postgres.md#variables",
 	"DATABASE_EXEC_MODE":     "operations/postgres.md#variables",

@@ -46,7 +46,7 @@ func cmdCursorShow(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int {
+	return dbCommand(stderr, func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int {
 		return showCursors(ctx, cfg, log, pool, *asJSON, stdout)
 	})
 }

@@ -56,7 +56,7 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "poller %s: --since %d is negative\n", name, *since)
 		return exitUsage
 	}
-	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int {
+	return dbCommand(stderr, func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int {
 		p := &eventPrinter{store: payments.NewStore(pool), pool: pool, w: stdout, asJSON: *asJSON, now: time.Now}
 		start, err := startPosition(ctx, pool, *since, name == "tail")
 		if err != nil {

@@ -132,7 +132,12 @@ func TestEventsFollowNeverMissesOrRepeats(t *testing.T) {
 	out := &lockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := followInBackground(ctx, t, pool, out, &lockedBuffer{})
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
 	wait := func(n int) {
 		t.Helper()
 		testharness.Wait(t, time.Minute, fmt.Sprintf("%d events printed", n), func() bool { return len(seqsPrinted(t, out.String())) >= n })
@@ -178,7 +183,12 @@ func TestEventsFollowGoesOnAfterATailLoss(t *testing.T) {
 	recordEvents(t, pool, 4)
 	out, logs := &lockedBuffer{}, &lockedBuffer{}
 	done := followInBackground(ctx, t, pool, out, logs)
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
 	idsAt := func() map[int64]string {
 		evs, err := payments.NewStore(pool).Events(ctx, 0, 100)
 		if err != nil {

@@ -140,7 +140,7 @@ func reportProblems(stderr io.Writer, problems []string) int {
 }
 
 func cmdMigrate(stdout, stderr io.Writer) int {
-	return dbCommand(stderr, scopeMigrate, func(ctx context.Context, cfg Config, log *slog.Logger, _ *pgxpool.Pool) int {
+	return dbCommand(stderr, func(ctx context.Context, cfg Config, log *slog.Logger, _ *pgxpool.Pool) int {
 		// tern holds a session lock: DATABASE_DIRECT_URL when
 		// DATABASE_URL goes through a transaction pooler.
 		sessions, err := database.OpenSessions(ctx, cfg.database(), "burnpoller")
@@ -166,10 +166,10 @@ func cmdMigrate(stdout, stderr io.Writer) int {
 	})
 }
 
-// dbCommand runs f, a one-shot command against the database, with the
-// configuration of scope, a logger, signal handling and a pool.
-func dbCommand(stderr io.Writer, s scope, f func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int) int {
-	c, code := newCommand(stderr, s, nil)
+// dbCommand runs f, a one-shot command that needs only the database, with
+// its configuration, a logger, signal handling and a pool.
+func dbCommand(stderr io.Writer, f func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int) int {
+	c, code := newCommand(stderr, scopeMigrate, nil)
 	if c == nil {
 		return code
 	}

@@ -29,7 +29,7 @@ import (
 type command struct {
 	cfg Config
 	log *slog.Logger
-	ctx context.Context
+	ctx context.Context //nolint:containedctx // the process's: cancelled by the first SIGTERM or SIGINT
 	// stop releases the signal handlers; signalled tells which signal, if
 	// any, cancelled ctx.
 	stop      func()

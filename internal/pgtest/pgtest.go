@@ -97,7 +97,7 @@ func find() (*url.URL, error) {
 	}
 	c, err := StartCluster()
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: no Postgres at 127.0.0.1:5432 and no throwaway cluster (%v); start one with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start", err)
+		return nil, fmt.Errorf("pgtest: no Postgres at 127.0.0.1:5432 and no throwaway cluster (%w); start one with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start", err)
 	}
 	cluster = c
 	return c.URL(), nil
@@ -270,7 +270,7 @@ func (c *Cluster) Start() error {
 	cmd := c.command(c.pgCtl, "-D", c.dataDir(), "-l", filepath.Join(c.dir, "log"), "-o", opts, "-w", "-t", "60", "start")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
-		return fmt.Errorf("pg_ctl start: %v: %s\n%s", err, out, log)
+		return fmt.Errorf("pg_ctl start: %w: %s\n%s", err, out, log)
 	}
 	return nil
 }

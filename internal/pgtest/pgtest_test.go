@@ -106,7 +106,7 @@ func TestNewPoolMatchesMigrating(t *testing.T) {
 
 // TestNewPoolDatabasesAreIndependent: what one test writes, another test's
 // database does not see, and each is dropped when its test ends.
-func TestNewPoolDatabasesAreIndependent(t *testing.T) {
+func TestNewPoolDatabasesAreIndependent(t *testing.T) { //nolint:tparallel // the parent checks what the subtest left once it has ended
 	t.Parallel()
 	ctx := context.Background()
 	var first string
@@ -286,7 +286,7 @@ func TestNoClusterFailsInCI(t *testing.T) {
 
 // TestNewCluster: a throwaway cluster answers, and is gone once its test
 // has ended.
-func TestNewCluster(t *testing.T) {
+func TestNewCluster(t *testing.T) { //nolint:tparallel // the parent checks what the subtest left once it has ended
 	t.Parallel()
 	var u *url.URL
 	t.Run("use", func(t *testing.T) {

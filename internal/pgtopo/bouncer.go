@@ -173,7 +173,7 @@ func pgbouncerOrStop(t testing.TB) string {
 	p, err := findPgbouncer()
 	if err != nil {
 		if installErr != nil {
-			err = fmt.Errorf("%v; installing it: %v", err, installErr)
+			err = fmt.Errorf("%w; installing it: %w", err, installErr)
 		}
 		stop(t, err)
 	}
@@ -208,7 +208,7 @@ func installPgbouncer() error {
 		cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", "-q", "--no-install-recommends", "pgbouncer")
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("apt-get install pgbouncer: %v: %s", err, lastLines(out, 10))
+			return fmt.Errorf("apt-get install pgbouncer: %w: %s", err, lastLines(out, 10))
 		}
 		return nil
 	}
@@ -218,7 +218,7 @@ func installPgbouncer() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "apt-get", "update", "-q").CombinedOutput(); err != nil {
-		return fmt.Errorf("apt-get update: %v: %s", err, lastLines(out, 10))
+		return fmt.Errorf("apt-get update: %w: %s", err, lastLines(out, 10))
 	}
 	return install()
 }

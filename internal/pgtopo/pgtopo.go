@@ -72,7 +72,7 @@ func (s *Server) Start() error {
 	opts := fmt.Sprintf("-p %d -k %s", s.port, s.dir)
 	cmd := s.command(s.binary("pg_ctl"), "-D", s.dataDir(), "-l", s.logFile(), "-o", opts, "-w", "-t", "60", "start")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("pgtopo: pg_ctl start: %v: %s\n%s", err, out, s.Log())
+		return fmt.Errorf("pgtopo: pg_ctl start: %w: %s\n%s", err, out, s.Log())
 	}
 	return nil
 }
@@ -82,7 +82,7 @@ func (s *Server) Start() error {
 func (s *Server) Promote() error {
 	cmd := s.command(s.binary("pg_ctl"), "-D", s.dataDir(), "-w", "-t", "60", "promote")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("pgtopo: pg_ctl promote: %v: %s\n%s", err, out, s.Log())
+		return fmt.Errorf("pgtopo: pg_ctl promote: %w: %s\n%s", err, out, s.Log())
 	}
 	return nil
 }

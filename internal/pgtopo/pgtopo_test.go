@@ -23,6 +23,7 @@ func connect(t *testing.T, dsn string) *pgx.Conn {
 }
 
 func ctx(t *testing.T) context.Context {
+	t.Helper()
 	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return c

@@ -459,12 +459,12 @@ func (p *Proxy) bend(ctx context.Context, f Faults, req request, resp *response)
 		if from, to, ok := filterRange(req); ok {
 			p.count(func(s *Stats) { s.ServedRanges = append(s.ServedRanges, [2]uint64{from, to}) })
 		}
-		return p.bendLogs(f, req, resp)
+		return p.bendLogs(f, resp)
 	}
 	return nil
 }
 
-func (p *Proxy) bendLogs(f Faults, req request, resp *response) error {
+func (p *Proxy) bendLogs(f Faults, resp *response) error {
 	var logs []map[string]any
 	if err := json.Unmarshal(resp.Result, &logs); err != nil {
 		return nil
@@ -751,8 +751,9 @@ func rangeError(style Style, from, to, limit uint64) *rpcError {
 		return &rpcError{Code: -32602, Message: fmt.Sprintf("range %d exceeds limit of %d", to-from+1, limit)}
 	case StyleReth:
 		return &rpcError{Code: -32602, Message: fmt.Sprintf("query exceeds max results 20000, retry with the range %d-%d", from, sugTo)}
+	default: // StyleGeth and unnamed styles
+		return &rpcError{Code: -32602, Message: fmt.Sprintf("exceed maximum block range %d", limit-1)}
 	}
-	return &rpcError{Code: -32602, Message: fmt.Sprintf("exceed maximum block range %d", limit-1)}
 }
 
 func filterRange(req request) (from, to uint64, ok bool) {
