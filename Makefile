@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
-.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro contracts demo lint compose-check clean
+.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-quick bench-real bench-groups contracts demo lint compose-check clean
 
 # Each fuzz target runs this long; a crash leaves its input in the package's
 # testdata/fuzz, to be committed as a regression seed.
@@ -52,11 +52,39 @@ bench-seen:
 bench-sparse:
 	go run ./cmd/bench -sparse-only -sparse-node sim -sparse-blocks 300000 -sparse-burns 3000 -sparse-runs 3 -out bench-sparse.json
 
-# The same on anvil (npm), smaller: anvil mines about 170 empty blocks/s here.
+# The same on anvil (npm), smaller: anvil mines about 100-170 empty blocks/s here.
 ANVIL ?= node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil
-bench-sparse-anvil:
-	test -x $(ANVIL) || npm install --no-save --no-package-lock @foundry-rs/anvil-linux-amd64@1.7.1
+bench-sparse-anvil: $(ANVIL)
 	go run ./cmd/bench -sparse-only -sparse-node anvil -anvil $(ANVIL) -sparse-blocks 30000 -sparse-burns 300 -out bench-sparse-anvil.json
+
+$(ANVIL):
+	npm install --no-save --no-package-lock @foundry-rs/anvil-linux-amd64@1.7.1
+
+# Real nodes, each its own process: geth --dev built from the module proxy at
+# GETH_VERSION (once, into bin/tools), anvil from npm, and Ponder (npm, its
+# project written and installed into PONDER on first use; PONDER= skips it).
+GETH ?= bin/tools/geth-$(GETH_VERSION)/geth
+PONDER ?= bin/ponder
+$(GETH):
+	GOBIN=$(abspath $(dir $(GETH))) go install github.com/ethereum/go-ethereum/cmd/geth@$(GETH_VERSION)
+
+# The regression guard: geth --dev, 30,000 burns (400 a block), the ceilings
+# read without burnpoller, one replica with the defaults and with
+# VERIFY_RECEIPTS=false, Ponder; prints the ratios (under a minute once geth
+# and Ponder are installed). Run it before and after any change to the read
+# or write path.
+bench-quick: $(GETH)
+	go run ./cmd/bench -dense-node geth -geth $(GETH) -burns 30000 -ponder "$(PONDER)" -summary -out bin/bench-quick.json
+
+# The dense run on both real nodes at 100,000 burns, with Ponder (about 4 minutes).
+bench-real: $(GETH) $(ANVIL)
+	go run ./cmd/bench -dense-node geth,anvil -geth $(GETH) -anvil $(ANVIL) -burns 100000 -ponder "$(PONDER)" -summary -out bin/bench-real.json
+
+# Many groups on one database (issue 17): 1, 2, 4 and 8 burn contracts on one
+# geth, a poller process each, through a proxy adding 80 ms per request and
+# straight to the node; each group against its time alone (about 4 minutes).
+bench-groups: $(GETH)
+	go run ./cmd/bench -groups-only -geth $(GETH) -summary -out bin/bench-groups.json
 
 # RPC calls while idle: 1 and 3 replicas, with and without RPC_WS_URL.
 bench-idle:

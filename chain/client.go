@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -109,9 +110,12 @@ type Client struct {
 	wsOpts []rpc.ClientOption
 
 	dialing chan struct{} // a token held while dialling: one dial at a time
-	mu      sync.Mutex
-	rpc     *rpc.Client // nil until a WebSocket endpoint is first dialled
-	closed  bool
+	// httpc sends the batches of an HTTP endpoint (httpBatch); nil for a
+	// WebSocket one.
+	httpc  *http.Client
+	mu     sync.Mutex
+	rpc    *rpc.Client // nil until a WebSocket endpoint is first dialled
+	closed bool
 	// noBlockReceipts is set once the node showed it has no usable
 	// eth_getBlockReceipts: receipts are then read per transaction.
 	noBlockReceipts atomic.Bool
@@ -156,13 +160,41 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
 		return c, nil
 	}
 	// Over HTTP, go-ethereum connects per request: this makes no connection.
-	httpClient := &http.Client{Transport: retryAfterTransport{base: http.DefaultTransport, limit: opts.MaxResponseBytes}}
+	httpClient := &http.Client{Transport: retryAfterTransport{base: nodeTransport(u.Hostname()), limit: opts.MaxResponseBytes}}
 	r, err := rpc.DialOptions(ctx, rawURL, rpc.WithHTTPClient(httpClient))
 	if err != nil {
 		return nil, fmt.Errorf("dialing node %s: %w", display, redactError(err, rawURL, display))
 	}
-	c.rpc = r
+	c.rpc, c.httpc = r, httpClient
 	return c, nil
+}
+
+// idleConnsPerNode is how many idle connections to one endpoint are kept
+// for reuse: as many as requests a client has in flight at once (ranges
+// ahead, and each range's receipts and headers batches), so that none is
+// closed only to be dialled again, with a TLS handshake to a provider.
+// net/http keeps two.
+const idleConnsPerNode = 16
+
+// nodeTransport is the HTTP transport to the node at host. Replies of a
+// node on this host (loopback) are not compressed: gzip saves no bandwidth
+// there and costs both sides CPU they usually share (on geth --dev, a
+// quarter of the node's CPU for eth_getLogs and receipts, BENCHMARKS.md);
+// a distant provider's replies stay compressed.
+func nodeTransport(host string) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = idleConnsPerNode
+	t.DisableCompression = isLoopback(host)
+	return t
+}
+
+// isLoopback says host names this host: localhost or a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // dialled returns the connection if there is one, errClosed once the
@@ -352,13 +384,19 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 	var (
 		rawLogs        []rpcLog
 		fromHdr, toHdr *rpcHeader
+		scan           = &logScan{}
 	)
-	err := c.batch(ctx, []rpc.BatchElem{
+	err := c.batch(withLogScan(ctx, scan), []rpc.BatchElem{
 		{Method: "eth_getLogs", Args: []any{filter}, Result: &rawLogs},
 		{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(from), false}, Result: &fromHdr},
 		{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(to), false}, Result: &toHdr},
 	})
 	if err != nil {
+		var e *Error
+		if errors.Is(err, ErrResponseTooLarge) && errors.As(err, &e) {
+			cut := scan.reached()
+			e.cut = &cut
+		}
 		return Range{}, err
 	}
 	canonical := make(map[uint64]Header, 2)
@@ -381,20 +419,24 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 		return Range{}, c.badReply("eth_getLogs", err)
 	}
 
-	// Every log must sit in the block the node calls canonical: the
-	// headers of the other blocks holding logs are read while the receipts
-	// that confirm the logs are (asked by the blocks' hashes as the logs
-	// name them, and judged only once those hashes prove canonical).
+	// Every log must sit in the block the node calls canonical. With the
+	// receipts check, the receipts of each block holding logs are asked by
+	// block number, so they are the canonical block's, and the hash they
+	// carry is the block's canonical hash: no header is needed besides the
+	// range's ends. Without it, the headers of the other blocks holding
+	// logs are read (while the receipts of blocks chosen by their bloom
+	// are).
+	verify := c.opts.VerifyReceipts && !creditsNothing(ctx)
 	var missing []uint64
 	for _, l := range logs {
-		if _, ok := canonical[l.BlockNumber]; !ok && !slices.Contains(missing, l.BlockNumber) {
+		if _, ok := canonical[l.BlockNumber]; !ok && !verify && !slices.Contains(missing, l.BlockNumber) {
 			missing = append(missing, l.BlockNumber)
 		}
 	}
-	check := receiptBlocks(logs, contracts, canonical, c.opts.VerifyReceipts && !creditsNothing(ctx))
+	check := receiptBlocks(logs, contracts, canonical, verify)
 	var (
 		more     map[uint64]Header
-		receipts map[common.Hash][]rpcReceipt
+		receipts map[uint64][]rpcReceipt
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { more, err = c.headers(gctx, missing); return err })
@@ -404,6 +446,9 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 	}
 	for n, h := range more {
 		canonical[n] = h
+	}
+	if err := c.hashesFromReceipts(&check, receipts, canonical); err != nil {
+		return Range{}, err
 	}
 	for _, l := range logs {
 		if h := canonical[l.BlockNumber]; l.BlockHash != h.Hash {
@@ -483,7 +528,10 @@ func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
 	defer cancel()
 	start := time.Now()
 	r, err := c.conn(rctx)
-	if err == nil {
+	switch {
+	case err == nil && c.httpc != nil:
+		err = c.httpBatch(rctx, c.httpc, elems)
+	case err == nil:
 		err = r.BatchCallContext(rctx, elems)
 	}
 	took := time.Since(start)

@@ -283,3 +283,33 @@ func TestObserverSeesEachMethodAndClass(t *testing.T) {
 		t.Fatalf("observed %s, want %s", s, want)
 	}
 }
+
+// TestLoopbackNodeRepliesUncompressed: a node on this host is asked for
+// uncompressed replies (compression costs both sides CPU and saves no
+// bandwidth there).
+func TestLoopbackNodeRepliesUncompressed(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var encodings []string
+	f := &fakeNode{handle: func(method string, _ []json.RawMessage) (any, error) { return hexutil.Uint64(1337), nil }}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		encodings = append(encodings, r.Header.Get("Accept-Encoding"))
+		mu.Unlock()
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := chain.Dial(context.Background(), srv.URL, chain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if _, err := c.ChainID(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(encodings) != 1 || strings.Contains(encodings[0], "gzip") {
+		t.Fatalf("Accept-Encoding %q, want no gzip", encodings)
+	}
+}

@@ -441,7 +441,7 @@ func (e *Endpoints) burnRange(ctx context.Context, ep *endpoint, contracts []com
 		if err == nil {
 			logs := len(r.Burns) + len(r.Rejected)
 			e.succeed(ep, to-from+1, logs, time.Since(start))
-			e.learnDensity(to-from+1, logs)
+			e.learnDensity(to-from+1, densitySpan(from, to, firstLog(r), logs), logs)
 			return r, nil
 		}
 		var rpcErr *Error
@@ -462,10 +462,15 @@ func (e *Endpoints) burnRange(ctx context.Context, ep *endpoint, contracts []com
 		span := to - from + 1
 		if errors.Is(err, ErrResponseTooLarge) && span > 1 {
 			// Too many logs to read safely: a density problem, not the
-			// provider's limit.
+			// provider's limit. The cut reply shows how dense the blocks
+			// are, so the next range is the right size at once.
+			var cut cutReply
+			if rpcErr.cut != nil {
+				cut = *rpcErr.cut
+			}
+			next := sizeAfterTooLarge(span, from, cut, e.cfg.TargetLogs)
 			e.mu.Lock()
-			e.density = max(1, span/4)
-			next := e.density
+			e.density = next
 			e.mu.Unlock()
 			e.log.Warn("reply too large; narrowing the range", slog.Uint64("from", from), slog.Uint64("to", to), slog.Uint64("blocks", next))
 			to = from + next - 1
@@ -512,16 +517,24 @@ func shrink(span, from, to uint64, l RangeLimit) uint64 {
 
 // learnDensity sizes the next ranges from this one's log count: down in
 // proportion where logs are dense, up where they are sparse (see growth).
-func (e *Endpoints) learnDensity(span uint64, logs int) {
+// The density is that of the blocks from the range's first log on (see
+// densitySpan): where the logs begin inside the range, the next range is
+// sized by them, even when the range as a whole held no more than the
+// target.
+func (e *Endpoints) learnDensity(span, logSpan uint64, logs int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.densityLearned = true
 	target := uint64(e.cfg.TargetLogs)
 	switch {
 	case uint64(logs) > target:
-		e.density = max(1, span*target/uint64(logs))
+		e.density = max(1, logSpan*target/uint64(logs))
 	case uint64(logs) < target/2 && span >= e.density:
 		e.density = min(e.cfg.GrowTo, e.density*e.growth(logs))
+	case uint64(logs) >= target/2 && logSpan < span:
+		// Near the target, but all of it from the first log on: at the
+		// same size the next range, dense throughout, would hold more.
+		e.density = max(1, min(e.density, logSpan*target/uint64(logs)))
 	}
 }
 
@@ -544,18 +557,18 @@ func (e *Endpoints) Span() uint64 {
 
 // HintDensity seeds the range size from logs counted over blocks elsewhere
 // (the ledger), before any range has taught it: a replica taking over on a
-// dense chain then does not start with a range too large to read.
+// dense chain then does not start with a range too large to read. No logs
+// is no hint: the ledger may simply not hold those blocks yet (a first
+// sync from START_BLOCK), so the first range stays a small probe and grows
+// with the replies, rather than asking a dense chain for MaxRange blocks
+// in one reply that would only be thrown away.
 func (e *Endpoints) HintDensity(blocks uint64, logs int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.densityLearned || blocks == 0 {
+	if e.densityLearned || blocks == 0 || logs <= 0 {
 		return
 	}
-	if logs <= 0 {
-		e.density = e.cfg.MaxRange
-		return
-	}
-	e.density = max(1, min(e.cfg.MaxRange, blocks*uint64(e.cfg.TargetLogs)/uint64(logs)))
+	e.density = hintedDensity(blocks, logs, e.cfg.TargetLogs, e.cfg.MaxRange)
 }
 
 // succeed records a range of span blocks with logs logs that took took.

@@ -35,8 +35,10 @@ type scriptedNode struct {
 	slowAbove uint64
 	refuseAll bool // reply limitErr to every range
 	failing   bool
-	// logsPerBlock fills every block with that many burn logs.
+	// logsPerBlock fills every block from emptyBelow on with that many
+	// burn logs.
 	logsPerBlock int
+	emptyBelow   uint64
 	finalTag     error // reply to the "finalized" tag instead of a block
 	spans        [][2]uint64
 	methods      []string // every method asked, in order
@@ -88,7 +90,7 @@ func (n *scriptedNode) handle(method string, params []json.RawMessage) (any, err
 			return nil, n.limitErr(uint64(f.From), uint64(f.To))
 		}
 		logs := []types.Log{}
-		for b := uint64(f.From); b <= uint64(f.To) && n.logsPerBlock > 0; b++ {
+		for b := max(uint64(f.From), n.emptyBelow); b <= uint64(f.To) && n.logsPerBlock > 0; b++ {
 			for i := range n.logsPerBlock {
 				l := burnLog(b, byte(b), uint(i), big.NewInt(1), 1)
 				l.BlockHash = hashOf(b)
@@ -346,7 +348,7 @@ func TestAdaptiveRange(t *testing.T) {
 			n := node(1000, 1000)
 			n.limit, n.limitErr = tt.limit, tt.reply
 			e, obs, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 100}, n)
-			e.HintDensity(1000, 0) // sparse logs: only the provider limits the range
+			e.HintDensity(1_000_000, 1) // sparse logs: only the provider limits the range
 			if _, err := e.Target(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -381,7 +383,7 @@ func TestRangeLimitGrowsBackSlowly(t *testing.T) {
 	n := node(100000, 100000)
 	n.limit, n.limitErr = 10, func(uint64, uint64) error { return errors.New("block range too large") }
 	e, _, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 100, GrowAfter: 3}, n)
-	e.HintDensity(1000, 0)
+	e.HintDensity(1_000_000, 1) // sparse: ranges start at MaxRange
 	ctx := context.Background()
 	if _, err := e.Target(ctx); err != nil {
 		t.Fatal(err)
@@ -421,7 +423,7 @@ func TestRangeGrowsToTheProviderCap(t *testing.T) {
 		return fmt.Errorf("Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range and no limit on the response size, or you can request any block range with a cap of 10K logs in the response. Based on your parameters and the response size limit, this block range should work: [%#x, %#x]", from, from+9_999)
 	}
 	e, obs, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 2_000, GrowTo: 100_000, GrowAfter: 2}, n)
-	e.HintDensity(1000, 0)
+	e.HintDensity(1_000_000, 1) // sparse: ranges start at MaxRange
 	ctx := context.Background()
 	if _, err := e.Target(ctx); err != nil {
 		t.Fatal(err)
@@ -465,7 +467,7 @@ func TestRangeGrowthStopsAtMaxRangeWithoutGrowTo(t *testing.T) {
 	t.Parallel()
 	n := node(100_000, 100_000)
 	e, _, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 2_000}, n)
-	e.HintDensity(1000, 0)
+	e.HintDensity(1_000_000, 1) // sparse: ranges start at MaxRange
 	ctx := context.Background()
 	if _, err := e.Target(ctx); err != nil {
 		t.Fatal(err)
@@ -491,7 +493,7 @@ func TestRangeTimeoutAboveMaxRangeShrinks(t *testing.T) {
 	n.slowAbove = 5_000
 	e, _, _ := newEndpointsOpts(t, chain.Options{Timeout: 200 * time.Millisecond},
 		chain.EndpointsConfig{MaxRange: 2_000, GrowTo: 100_000}, n)
-	e.HintDensity(1000, 0)
+	e.HintDensity(1_000_000, 1) // sparse: ranges start at MaxRange
 	ctx := context.Background()
 	if _, err := e.Target(ctx); err != nil {
 		t.Fatal(err)
@@ -687,7 +689,7 @@ func TestReplyOverTheSizeCapNarrowsTheRange(t *testing.T) {
 			// JSON.
 			opts := chain.Options{Timeout: 10 * time.Second, MaxResponseBytes: 256 << 10}
 			e, obs, _ := newEndpointsVia(t, transport, opts, chain.EndpointsConfig{MaxRange: 400, TargetLogs: 500}, n)
-			e.HintDensity(400, 0) // wrongly sparse: the first range is 400 blocks, 4,000 logs
+			e.HintDensity(400, 1) // wrongly sparse: the first range is 400 blocks, 4,000 logs
 			ctx := context.Background()
 			if _, err := e.Target(ctx); err != nil {
 				t.Fatal(err)
@@ -696,16 +698,29 @@ func TestReplyOverTheSizeCapNarrowsTheRange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// 400 blocks and then 100 are over the cap; 25 blocks (250 logs) are not.
-			if got := r.To.Number + 1; got != 25 || len(r.Burns) != 250 {
-				t.Fatalf("first range: %d blocks, %d logs", got, len(r.Burns))
-			}
 			var spans []uint64
 			for _, s := range n.requested() {
 				spans = append(spans, s[1]-s[0]+1)
 			}
-			if want := []uint64{400, 100, 25}; !slices.Equal(spans, want) {
-				t.Fatalf("asked spans %v, want %v", spans, want)
+			got := r.To.Number + 1
+			if len(r.Burns) != int(got)*10 {
+				t.Fatalf("first range: %d blocks, %d logs", got, len(r.Burns))
+			}
+			switch transport {
+			case "http":
+				// The reply over the cap is read as far as the cap: the
+				// blocks it held whole (about 360 logs' worth) are the next
+				// range, which fits.
+				if len(spans) != 2 || spans[0] != 400 || spans[1] != got || got < 25 || got > 50 {
+					t.Fatalf("asked spans %v (the range read %d blocks), want 400 and then the blocks the cut reply held whole", spans, got)
+				}
+			case "ws":
+				// A WebSocket reply over the cap is not scanned: a quarter
+				// at a time, 400 and then 100 are over the cap; 25 blocks
+				// (250 logs) are not.
+				if want := []uint64{400, 100, 25}; !slices.Equal(spans, want) || got != 25 {
+					t.Fatalf("asked spans %v, want %v", spans, want)
+				}
 			}
 			// The narrowing is no failure of the endpoint: it still serves.
 			if _, err := e.Target(ctx); err != nil {
@@ -715,6 +730,74 @@ func TestReplyOverTheSizeCapNarrowsTheRange(t *testing.T) {
 				t.Fatalf("hand-overs %v, want none", obs.active)
 			}
 		})
+	}
+}
+
+// TestHintWithoutLogsKeepsTheProbe: a ledger that counted no logs (a first
+// sync from START_BLOCK holds none yet) says nothing of the chain: the
+// first range is still the small probe, not MaxRange blocks of a dense
+// chain in one reply over the cap.
+func TestHintWithoutLogsKeepsTheProbe(t *testing.T) {
+	t.Parallel()
+	n := denseNode(400)
+	opts := chain.Options{Timeout: 10 * time.Second, MaxResponseBytes: 8 << 20}
+	e, _, _ := newEndpointsOpts(t, opts, chain.EndpointsConfig{MaxRange: 2000, GrowTo: 100_000}, n)
+	e.HintDensity(256, 0)
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.BurnRange(ctx, []common.Address{contract}, 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.To.Number + 1; got != 16 {
+		t.Fatalf("first range %d blocks, want the 16-block probe", got)
+	}
+	if reqs := n.requested(); len(reqs) != 1 {
+		t.Fatalf("asked %v, want one range and no reply over the cap", reqs)
+	}
+}
+
+// TestSparseThenDenseOneReplyOverTheCap: ranges grow eight times a reply
+// across empty blocks and then meet a dense stretch. The one reply over
+// the cap shows where the logs begin and how dense they are: the next
+// range runs to there and a target's worth beyond, and the ranges after it
+// keep to the dense stretch's size; none is over the cap again.
+func TestSparseThenDenseOneReplyOverTheCap(t *testing.T) {
+	t.Parallel()
+	n := denseNode(50)
+	n.emptyBelow = 300
+	// A 256 KiB cap stands in for the default 8 MiB (a burn log is 700-odd
+	// bytes of JSON): about 350 logs, where ranges aim for 200.
+	opts := chain.Options{Timeout: 10 * time.Second, MaxResponseBytes: 256 << 10}
+	e, _, _ := newEndpointsOpts(t, opts, chain.EndpointsConfig{MaxRange: 100, GrowTo: 100_000, TargetLogs: 200}, n)
+	ctx := context.Background()
+	if _, err := e.Target(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var read []uint64
+	for next := uint64(0); next < 500; {
+		r, err := e.BurnRange(ctx, []common.Address{contract}, next, 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read = append(read, r.To.Number-next+1)
+		next = r.To.Number + 1
+	}
+	var asked []uint64
+	for _, s := range n.requested() {
+		asked = append(asked, s[1]-s[0]+1)
+	}
+	// 16 and 128 blocks are empty; 1024 from block 144 is over the cap,
+	// its cut reply dense from block 300 on at 50 logs a block: the next
+	// range is 156 empty blocks and 4 dense ones (200 logs), and then 4
+	// blocks a range.
+	if want := []uint64{16, 128, 1024, 160, 4, 4}; !slices.Equal(asked[:6], want) {
+		t.Fatalf("asked ranges of %v blocks, want %v first", asked, want)
+	}
+	if len(asked) != len(read)+1 {
+		t.Fatalf("asked %v and read %v: more than one reply was over the cap", asked, read)
 	}
 }
 

@@ -50,6 +50,19 @@ type Error struct {
 	// Limit is the parsed range-limit reply, for ClassRangeLimit.
 	Limit RangeLimit
 	Err   error
+	// cut is what an eth_getLogs reply over the cap showed before it was
+	// cut off (HTTP only), for sizing the next range.
+	cut *cutReply
+}
+
+// cutReply is how far an eth_getLogs reply over the cap got: the block of
+// its first log, the blocks it held whole from there and their logs, and
+// whether it held any log at all.
+type cutReply struct {
+	first  uint64
+	blocks uint64
+	logs   int
+	seen   bool
 }
 
 func (e *Error) Error() string {
@@ -240,10 +253,12 @@ type retryAfterTransport struct {
 	limit int64
 }
 
-// cappedBody fails a read past its limit with ErrResponseTooLarge.
+// cappedBody fails a read past its limit with ErrResponseTooLarge, and
+// feeds what it reads to scan, if set.
 type cappedBody struct {
 	io.ReadCloser
 	left int64
+	scan *logScan
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
@@ -255,6 +270,9 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
+	if b.scan != nil && n > 0 {
+		b.scan.feed(p[:n])
+	}
 	return n, err
 }
 
@@ -265,7 +283,7 @@ func (t retryAfterTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if err != nil {
 		return resp, err
 	}
-	resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.limit}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.limit, scan: logScanOf(req.Context())}
 	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
 		return resp, nil
 	}

@@ -343,7 +343,7 @@ func TestQuorumRangeIsTheShortestLimit(t *testing.T) {
 	b.limit = 10
 	b.limitErr = func(uint64, uint64) error { return &jsonRPCError{-32602, "exceed maximum block range: 10"} }
 	e, _, _ := endpointsAt(t, chain.EndpointsConfig{Quorum: 2, MaxRange: 100}, serveNode(t, a.handle), serveNode(t, b.handle))
-	e.HintDensity(1000, 0) // sparse: ranges start at MaxRange
+	e.HintDensity(1_000_000, 1) // sparse: ranges start at MaxRange
 	ctx := context.Background()
 	if _, err := e.Target(ctx); err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ type receiptNode struct {
 	blockReceiptsErr error
 
 	requests      [][]string // the methods of each HTTP request
-	blockReceipts []common.Hash
+	blockReceipts []uint64
 	txReceipts    []common.Hash
 	addresses     []string // the raw "address" of each eth_getLogs filter
 }
@@ -115,15 +115,15 @@ func (n *receiptNode) handle(method string, params []json.RawMessage) (any, erro
 		}
 		return map[string]any{"hash": hash, "number": hexutil.Uint64(num), "transactions": txs}, nil
 	case "eth_getBlockReceipts":
-		var hash common.Hash
-		if err := json.Unmarshal(params[0], &hash); err != nil {
+		var num hexutil.Uint64
+		if err := json.Unmarshal(params[0], &num); err != nil {
 			return nil, err
 		}
-		n.blockReceipts = append(n.blockReceipts, hash)
+		n.blockReceipts = append(n.blockReceipts, uint64(num))
 		if n.blockReceiptsErr != nil {
 			return nil, n.blockReceiptsErr
 		}
-		rs := n.receipts[hash.Big().Uint64()-1000]
+		rs := n.receipts[uint64(num)]
 		if rs == nil {
 			rs = []rcpt{} // a block without transactions
 		}
@@ -306,22 +306,17 @@ func TestReceiptsConfirmBurnsInOneBatch(t *testing.T) {
 	if r.Hidden != 0 || r.From.Number != 10 || r.To.Number != 20 {
 		t.Fatalf("range %d..%d hidden %d", r.From.Number, r.To.Number, r.Hidden)
 	}
-	// The middle blocks' headers and the receipts travel at the same time,
-	// in either order.
+	// The receipts, asked by block number, carry the blocks' hashes: no
+	// header is read besides the range's ends.
 	want := []string{
 		"eth_getLogs+eth_getBlockByNumber+eth_getBlockByNumber",
-		"eth_getBlockByNumber+eth_getBlockByNumber",
 		"eth_getBlockReceipts+eth_getBlockReceipts",
 	}
-	got := n.requestMethods()
-	if len(got) > 1 {
-		slices.Sort(got[1:])
-	}
-	if !slices.Equal(got, want) {
+	if got := n.requestMethods(); !slices.Equal(got, want) {
 		t.Fatalf("requests %q, want %q", got, want)
 	}
-	if got := fmt.Sprint(n.blockReceipts); got != fmt.Sprint([]common.Hash{hashOf(12), hashOf(15)}) {
-		t.Fatalf("eth_getBlockReceipts asked for %s, want the hashes of blocks 12 and 15", got)
+	if got := fmt.Sprint(n.blockReceipts); got != "[12 15]" {
+		t.Fatalf("eth_getBlockReceipts asked for %s, want blocks 12 and 15", got)
 	}
 	if f := obs.faultList(); f != "" {
 		t.Fatalf("faults %s, want none", f)
@@ -685,5 +680,116 @@ func TestReceiptsBatchShrinksToTheReplyCap(t *testing.T) {
 		case round == 1 && !slices.Equal(got, []int{8, 8, 8, 8, 8}):
 			t.Fatalf("round 1: receipts batches of %v blocks, want [8 8 8 8 8]", got)
 		}
+	}
+}
+
+// TestHeadersOnlyWhereTheChecksNeedThem: with the receipts check, the
+// receipts of the blocks holding logs, asked by number, carry their
+// canonical hashes, and only the range's ends are read as headers; without
+// it, the headers of the blocks holding logs are read instead.
+func TestHeadersOnlyWhereTheChecksNeedThem(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		verify bool
+		want   []string
+	}{
+		{"receipts check", true, []string{
+			"eth_getLogs+eth_getBlockByNumber+eth_getBlockByNumber",
+			"eth_getBlockReceipts+eth_getBlockReceipts+eth_getBlockReceipts",
+		}},
+		{"no receipts check", false, []string{
+			"eth_getLogs+eth_getBlockByNumber+eth_getBlockByNumber",
+			"eth_getBlockByNumber+eth_getBlockByNumber+eth_getBlockByNumber",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ls := []types.Log{burnLog(11, 1, 0, big.NewInt(5), 1), burnLog(12, 2, 0, big.NewInt(6), 1), burnLog(17, 3, 0, big.NewInt(7), 1)}
+			n := &receiptNode{logs: ls, receipts: receiptsOf(ls...)}
+			c, obs := n.start(t, chain.Options{VerifyReceipts: tt.verify})
+			r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := burnKeys(r.Burns), "11/0/01=5,12/0/02=6,17/0/03=7"; got != want {
+				t.Fatalf("burns %s, want %s", got, want)
+			}
+			if got := n.requestMethods(); !slices.Equal(got, tt.want) {
+				t.Fatalf("requests %q, want %q", got, tt.want)
+			}
+			if f := obs.faultList(); f != "" {
+				t.Fatalf("faults %q, want none", f)
+			}
+		})
+	}
+}
+
+// TestReceiptsThatDisagreeOnTheirBlockAreABadReply: a block's receipts,
+// asked by number, must all be of one block, the one its logs name.
+func TestReceiptsThatDisagreeOnTheirBlockAreABadReply(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		bend  func(rs map[uint64][]rcpt)
+		fault string
+	}{
+		{"two blocks in one block's receipts", func(rs map[uint64][]rcpt) { rs[12][1].BlockHash = common.HexToHash("0xbad") }, ""},
+		{"receipts of another block than the logs name", func(rs map[uint64][]rcpt) {
+			rs[12][0].BlockHash = common.HexToHash("0xbad")
+			rs[12][1].BlockHash = common.HexToHash("0xbad")
+		}, ""},
+		{"no receipts at all: the burns are unconfirmed", func(rs map[uint64][]rcpt) { delete(rs, 12) }, "unconfirmed_burn=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ls := []types.Log{burnLog(12, 1, 0, big.NewInt(5), 1), burnLog(12, 2, 1, big.NewInt(6), 1)}
+			rs := receiptsOf(ls...)
+			tt.bend(rs)
+			n := &receiptNode{logs: ls, receipts: rs}
+			c, obs := n.start(t, chain.Options{VerifyReceipts: true})
+			r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20)
+			wantBadReply(t, err)
+			if len(r.Burns) != 0 {
+				t.Fatalf("burns returned with the error: %s", burnKeys(r.Burns))
+			}
+			if f := obs.faultList(); f != tt.fault {
+				t.Fatalf("faults %q, want %q", f, tt.fault)
+			}
+		})
+	}
+}
+
+// TestReceiptsOfADenseRangeGoAsSeveralRequests: a range's receipts are
+// split into batches of about a thousand of the reply's logs, which travel
+// at the same time.
+func TestReceiptsOfADenseRangeGoAsSeveralRequests(t *testing.T) {
+	t.Parallel()
+	var ls []types.Log
+	for b := uint64(10); b <= 14; b++ {
+		for i := range 400 {
+			l := burnLog(b, byte(i/100+1), uint(i), big.NewInt(int64(i+1)), 1)
+			l.TxHash[30] = byte(b)
+			ls = append(ls, l)
+		}
+	}
+	n := &receiptNode{logs: ls, receipts: receiptsOf(ls...)}
+	c, _ := n.start(t, chain.Options{VerifyReceipts: true})
+	r, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Burns) != 2000 {
+		t.Fatalf("%d burns, want 2000", len(r.Burns))
+	}
+	var sizes []int
+	for _, m := range n.requestMethods()[1:] {
+		sizes = append(sizes, strings.Count(m, "eth_getBlockReceipts"))
+	}
+	slices.Sort(sizes)
+	if want := []int{1, 2, 2}; !slices.Equal(sizes, want) {
+		t.Fatalf("receipts batches of %v blocks, want %v (400 logs a block, a thousand a batch)", sizes, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"syscall"
 	"time"
@@ -32,6 +33,10 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 	if err != nil {
 		return CatchUp{}, err
 	}
+	nodeCPU := -1.0
+	if b.node != nil {
+		nodeCPU = cpuSeconds(b.node.proc.Pid())
+	}
 	start := time.Now()
 	var replicas []*replica
 	defer func() {
@@ -45,6 +50,24 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 			return CatchUp{}, err
 		}
 		replicas = append(replicas, r)
+	}
+	if b.profile != "" {
+		pids := []int{}
+		for _, r := range replicas {
+			pids = append(pids, r.Pid())
+		}
+		if b.node != nil {
+			pids = append(pids, b.node.proc.Pid())
+		}
+		stop, err := perfRecord(b.profile, fmt.Sprintf("catchup-%s-%d", b.nodeKind(), time.Now().Unix()), pids...)
+		if err != nil {
+			return CatchUp{}, err
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				b.log.Warn("profile", slog.Any("err", err))
+			}
+		}()
 	}
 	deadline := time.Now().Add(30 * time.Minute)
 	var firstCommit time.Duration
@@ -69,6 +92,16 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 		time.Sleep(20 * time.Millisecond)
 	}
 	cu := CatchUp{Replicas: n, Seconds: time.Since(start).Seconds(), FirstCommitSecs: firstCommit.Seconds(), PeakRSSMiB: map[string]int64{}}
+	// Where the CPU went, read before anything stops: the replicas, the
+	// node, the database's backends. Others' work on the machine stretches
+	// the wall clock far more than these.
+	cu.CPUSeconds = map[string]float64{"postgres_backends": backendsCPU(ctx, conn)}
+	if b.node != nil && nodeCPU >= 0 {
+		cu.CPUSeconds["node"] = cpuSeconds(b.node.proc.Pid()) - nodeCPU
+	}
+	for i, r := range replicas {
+		cu.CPUSeconds[fmt.Sprintf("replica-%d", i)] = cpuSeconds(r.Pid())
+	}
 	for i, r := range replicas {
 		cu.GetLogsCalls += metric(ctx, r.addr, `burnpoller_rpc_requests_total{method="eth_getLogs"`)
 		cu.RPCCalls += metric(ctx, r.addr, `burnpoller_rpc_requests_total{`)
@@ -76,6 +109,12 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 			metric(ctx, r.addr, `burnpoller_rpc_requests_total{method="eth_getTransactionReceipt"`)
 		cu.DuplicateInserts += metric(ctx, r.addr, "burnpoller_payments_duplicate_total")
 		cu.PeakRSSMiB[fmt.Sprintf("replica-%d", i)] = peakRSSMiB(r.Proc)
+	}
+	if cu.CallsByMethod, err = rpcCalls(ctx, replicas); err != nil {
+		return CatchUp{}, err
+	}
+	if cu.CallSecondsByMethod, err = sumBy(ctx, replicas, "burnpoller_rpc_duration_seconds_sum"); err != nil {
+		return CatchUp{}, err
 	}
 	if cu.Rows, err = countPayments(ctx, conn); err != nil {
 		return CatchUp{}, err

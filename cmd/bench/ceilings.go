@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -70,9 +71,11 @@ func nodeCeiling(ctx context.Context, info devchain.Info, target uint64) ([][]an
 }
 
 // receiptsCeiling is the node alone serving the receipts of every block
-// holding a burn: raw eth_getBlockReceipts by hash, four per batch as the
-// poller asks them, the replies read but not decoded. It is what the
-// receipts check (VERIFY_RECEIPTS) costs the node, without our code.
+// holding a burn: raw eth_getBlockReceipts by hash, four per batch, through
+// go-ethereum's client, the replies read but not decoded. It is what the
+// receipts check (VERIFY_RECEIPTS) costs the node, without our code, in the
+// sim run; the real-node runs read it over plain HTTP in several shapes
+// (rawReceiptsCeiling).
 func receiptsCeiling(ctx context.Context, url string, blocks []common.Hash, burns int) (Rate, error) {
 	c, err := rpc.DialContext(ctx, url)
 	if err != nil {
@@ -207,4 +210,46 @@ func migratedDB(ctx context.Context, admin, name string) (*pgx.Conn, func(), err
 		return nil, nil, err
 	}
 	return conn, done, nil
+}
+
+// copyCeilings COPYs rows into the payments table of a fresh, migrated
+// database, then one confirmed event per row into payment_events, and
+// times each: what Postgres does for the rows the default settings write,
+// with no burnpoller code.
+func copyCeilings(ctx context.Context, admin string, rows [][]any) (payments, events Rate, err error) {
+	conn, done, err := migratedDB(ctx, admin, "bench_copy")
+	if err != nil {
+		return Rate{}, Rate{}, err
+	}
+	defer done()
+	start := time.Now()
+	n, err := conn.CopyFrom(ctx, pgx.Identifier{"payments"}, payCols, pgx.CopyFromRows(rows))
+	if err != nil {
+		return Rate{}, Rate{}, err
+	}
+	took := time.Since(start)
+	payments = Rate{Items: int(n), Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}
+	evs := eventRows(rows)
+	start = time.Now()
+	if n, err = conn.CopyFrom(ctx, pgx.Identifier{"payment_events"}, eventCols, pgx.CopyFromRows(evs)); err != nil {
+		return Rate{}, Rate{}, err
+	}
+	took = time.Since(start)
+	return payments, Rate{Items: int(n), Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}, nil
+}
+
+// eventCols are the payment_events columns COPY fills.
+var eventCols = []string{"seq", "event_id", "kind", "chain_id", "contract", "tx_hash", "log_index", "block_number", "block_hash",
+	"payer", "digest", "amount", "burned_at", "payment_id"}
+
+// eventRows are the confirmed events of payments rows (in payCols order),
+// numbered from 1, in the order of eventCols.
+func eventRows(rows [][]any) [][]any {
+	out := make([][]any, len(rows))
+	for i, r := range rows {
+		seq := int64(i + 1)
+		id := fmt.Sprintf("%d:%s:%d:confirmed:%s", r[0], r[2], r[3], r[5])
+		out[i] = []any{seq, id, "confirmed", r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], seq}
+	}
+	return out
 }

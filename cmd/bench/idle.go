@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,32 +27,25 @@ type Idle struct {
 	PerHourByMethod map[string]float64 `json:"calls_per_hour_by_method"`
 }
 
-// rpcMethod is the method label of a burnpoller_rpc_requests_total sample.
-var rpcMethod = regexp.MustCompile(`^burnpoller_rpc_requests_total\{(?:.*,)?method="([^"]*)"`)
-
 // rpcCalls sums burnpoller_rpc_requests_total over replicas by method,
 // every method and result.
 func rpcCalls(ctx context.Context, replicas []*replica) (map[string]float64, error) {
-	calls := map[string]float64{}
+	return sumBy(ctx, replicas, "burnpoller_rpc_requests_total")
+}
+
+// sumBy sums metric over replicas by its method label.
+func sumBy(ctx context.Context, replicas []*replica, metric string) (map[string]float64, error) {
+	out := map[string]float64{}
 	for _, r := range replicas {
-		body, err := harness.Metrics(ctx, r.addr)
+		m, err := harness.ScrapeBy(ctx, r.addr, metric, "method")
 		if err != nil {
 			return nil, err
 		}
-		for line := range strings.Lines(string(body)) {
-			m := rpcMethod.FindStringSubmatch(line)
-			if m == nil {
-				continue
-			}
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			if err != nil {
-				return nil, fmt.Errorf("%q on %s: %w", strings.TrimSpace(line), r.addr, err)
-			}
-			calls[m[1]] += v
+		for k, v := range m {
+			out[k] += v
 		}
 	}
-	return calls, nil
+	return out, nil
 }
 
 // idlePhase counts the RPC calls of 1 and 3 replicas, polling and with

@@ -1,11 +1,12 @@
-// Command bench measures burnpoller against the two physical ceilings of
-// the machine it runs on, in one run: the node (eth_getLogs over the whole
-// range, decoded) and Postgres (COPY into the payments table). It seeds a dev
-// chain with many burns, times catch-up with one and three replicas (real
-// poller processes), then a steady state at a fixed burn rate with
-// head-to-row latency and failover after SIGKILL of the lock holder.
+// Command bench measures burnpoller against ceilings read without its code:
+// the node (raw eth_getLogs and eth_getBlockReceipts) and Postgres (COPY
+// into the ledger's tables), and against Ponder. Every figure names its
+// node: sim (go-ethereum's simulated backend in this process), geth
+// (`geth --dev`, its own process) or anvil (its own process).
 //
-//	go run ./cmd/bench -burns 100000 -out bench.json
+//	go run ./cmd/bench -burns 100000 -out bench.json            # sim: every phase
+//	go run ./cmd/bench -dense-node geth,anvil -burns 100000     # real nodes: ceilings, catch-up, Ponder
+//	go run ./cmd/bench -groups-only                             # many groups on one database
 //
 // Postgres comes from -database (an admin URL); each phase uses a fresh
 // database on it.
@@ -13,18 +14,25 @@
 // Each phase lives in its own file: ceilings.go (node, Postgres, both
 // together), catchup.go (1 and 3 replicas, failover under load),
 // backfill.go, steady.go and latency.go (head-to-row latency, failover when
-// caught up). seed.go fills the chain, replicas.go starts and scrapes the
-// poller processes (through internal/harness, as the integration tests do),
-// results.go is the JSON document.
+// caught up), seen.go, idle.go, sparse.go, trust.go (receipts and quorum on
+// and off), realdense.go (the dense run on a real node), rawreceipts.go
+// (its receipts ceiling), ponder.go (Ponder on the same chain) and
+// groups.go (many groups). seed.go fills the simulated chain, node.go starts
+// a real node and rpcseed.go fills it over JSON-RPC; replicas.go starts and
+// scrapes the poller processes (through internal/harness, as the
+// integration tests do), cpu.go and profile.go read where the CPU went,
+// results.go and summary.go are the JSON document and its short text.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -61,14 +69,31 @@ type options struct {
 	idle          time.Duration
 	idleOnly      bool
 	idleBlockTime time.Duration
+	// Dense runs on real nodes (realdense.go, ponder.go).
+	denseNodes string
+	geth       string
+	ponder     string
+	profileDir string
+	summary    bool
+	seedOnly   bool
+	pollerBin  string
+	compare    string
+	// Many groups on one database (groups.go).
+	groupsOnly    bool
+	groupCounts   string
+	groupBurns    int
+	groupLatency  time.Duration
+	groupsNode    string
+	groupsDense   bool
+	groupsLatency bool
 }
 
 func main() {
 	var o options
 	flag.StringVar(&o.database, "database", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "admin URL of the Postgres to use")
 	flag.IntVar(&o.burns, "burns", 100_000, "burn logs to seed (1000000 for the memory goal)")
-	flag.IntVar(&o.perTx, "per-tx", 250, "burns per seeding transaction (BatchBurner.burnMany)")
-	flag.IntVar(&o.txsPerBlock, "txs-per-block", 2, "seeding transactions per block")
+	flag.IntVar(&o.perTx, "per-tx", 0, "burns per seeding transaction (BatchBurner.burnMany); 0: 250 on sim, 100 on a real node")
+	flag.IntVar(&o.txsPerBlock, "txs-per-block", 0, "seeding transactions per block; 0: 2 on sim, 4 on a real node (400 burns a block, as users' chains)")
 	flag.DurationVar(&o.steady, "steady", 60*time.Second, "length of the steady-state phase (0 skips it)")
 	flag.Float64Var(&o.steadyRate, "steady-rate", 50, "burns per second in the steady state")
 	flag.DurationVar(&o.blockTime, "block-time", 250*time.Millisecond, "block time in the steady state")
@@ -89,8 +114,30 @@ func main() {
 	flag.IntVar(&o.sparseBurns, "sparse-burns", 3000, "burns on the sparse chain, one per block, spread evenly")
 	flag.DurationVar(&o.sparseLatency, "sparse-latency", 80*time.Millisecond, "the proxy's added latency per request")
 	flag.Uint64Var(&o.sparseCap, "sparse-cap", 10_000, "the proxy's eth_getLogs block cap (Alchemy's reply and suggested range)")
+	flag.StringVar(&o.denseNodes, "dense-node", nodeSim, "the dense workload's node: sim (in-process, with every other phase), or geth or anvil as their own process (comma-separated for several), each with its ceilings and the default and VERIFY_RECEIPTS=false catch-ups only")
+	flag.StringVar(&o.geth, "geth", "bin/tools/geth-"+gethVersion+"/geth", "the geth binary (go install github.com/ethereum/go-ethereum/cmd/geth@"+gethVersion+")")
+	flag.StringVar(&o.ponder, "ponder", "", "with a real node: also time Ponder on the same chain, its project (npm install done) in this directory")
+	flag.StringVar(&o.profileDir, "profile", "", "with a real node: perf record the default catch-up (poller and node) into this directory")
+	flag.BoolVar(&o.summary, "summary", false, "print a short table of the real-node runs instead of the JSON (which -out still writes)")
+	flag.StringVar(&o.pollerBin, "poller", "", "a poller binary to run instead of building this tree's (paired runs: the code before a change against after)")
+	flag.StringVar(&o.compare, "compare", "", "with -sparse-only: pair each sparse run with one of this poller binary, on the same chain")
+	flag.BoolVar(&o.seedOnly, "seed-only", false, "with a real node: seed it, print how to reach it, and keep it running until Ctrl-C (for runs by hand)")
+	flag.BoolVar(&o.groupsOnly, "groups-only", false, "run only the many-groups phase: groups catching up together on one database, each against its time alone")
+	flag.StringVar(&o.groupCounts, "groups", "1,2,4,8", "group counts of the many-groups phase")
+	flag.IntVar(&o.groupBurns, "group-burns", 3000, "burns per group")
+	flag.DurationVar(&o.groupLatency, "group-latency", 80*time.Millisecond, "latency the proxy in front of each group adds per request")
+	flag.StringVar(&o.groupsNode, "groups-node", nodeGeth, "the many-groups phase's node: geth or anvil")
+	flag.BoolVar(&o.groupsLatency, "groups-latency", true, "many groups: the runs through the latency proxies")
+	flag.BoolVar(&o.groupsDense, "groups-dense", true, "many groups: the same runs straight to the node")
 	flag.StringVar(&o.pollerEnv, "poller-env", "", "extra environment for the replicas, comma-separated K=V (e.g. GOMEMLIMIT=40MiB)")
 	flag.Parse()
+	real := o.denseNodes != nodeSim || o.groupsOnly
+	if o.perTx == 0 {
+		o.perTx = map[bool]int{false: 250, true: 100}[real]
+	}
+	if o.txsPerBlock == 0 {
+		o.txsPerBlock = map[bool]int{false: 2, true: 4}[real]
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	res, err := run(context.Background(), o, log)
 	if err != nil {
@@ -98,8 +145,13 @@ func main() {
 		os.Exit(1)
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
-	fmt.Println(string(b))
+	if o.summary {
+		fmt.Print(summary(res))
+	} else {
+		fmt.Println(string(b))
+	}
 	if o.out != "" {
+		_ = os.MkdirAll(filepath.Dir(o.out), 0o755)
 		if err := os.WriteFile(o.out, append(b, '\n'), 0o644); err != nil {
 			log.Error("writing results", slog.Any("err", err))
 			os.Exit(1)
@@ -122,6 +174,10 @@ type bench struct {
 	info     devchain.Info
 	extraEnv []string // -poller-env
 	log      *slog.Logger
+	// node is the real node a dense run reads, if any; profile, when set,
+	// is where catch-up records its perf profile.
+	node    *realNode
+	profile string
 }
 
 func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
@@ -132,12 +188,18 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(binDir)
-	bin, err := harness.Build(ctx, binDir, "poller", false)
-	if err != nil {
-		return nil, err
+	bin := o.pollerBin
+	if bin == "" {
+		if bin, err = harness.Build(ctx, binDir, "poller", false); err != nil {
+			return nil, err
+		}
 	}
 
+	if o.denseNodes != nodeSim || o.groupsOnly {
+		return runReal(ctx, o, log, res, bin)
+	}
 	// The chain: seeded in-process, sealed by this program.
+	res.Node = nodeSim
 	c, err := devchain.Start(ctx, devchain.Config{Addr: "127.0.0.1:0", Payers: max(o.txsPerBlock, 2)})
 	if err != nil {
 		return nil, err
@@ -295,4 +357,32 @@ func (b *bench) seenPhases(ctx context.Context, o options, res *Results) error {
 		res.Seen = append(res.Seen, s)
 	}
 	return nil
+}
+
+// runReal runs the phases on nodes started as their own processes: the
+// dense runs of -dense-node, or the many-groups phase.
+func runReal(ctx context.Context, o options, log *slog.Logger, res *Results, bin string) (*Results, error) {
+	b := &bench{admin: o.database, bin: bin, log: log}
+	if o.pollerEnv != "" {
+		b.extraEnv = strings.Split(o.pollerEnv, ",")
+	}
+	if o.groupsOnly {
+		res.Burns = 0
+		g, err := b.groupsPhase(ctx, o)
+		res.Groups = g
+		return res, err
+	}
+	for _, kind := range strings.Split(o.denseNodes, ",") {
+		if kind == nodeSim {
+			return nil, errors.New("-dense-node: sim runs alone, with every other phase")
+		}
+		d, err := b.densePhase(ctx, o, kind)
+		if err != nil {
+			return nil, fmt.Errorf("dense run on %s: %w", kind, err)
+		}
+		if d != nil { // nil: -seed-only, stopped
+			res.Dense = append(res.Dense, d)
+		}
+	}
+	return res, nil
 }

@@ -15,13 +15,21 @@ import (
 	"github.com/burnpoller/burnpoller/chain"
 )
 
+// rawClient is the plain HTTP client of the raw ceilings, for up to
+// parallel requests at once. It asks for uncompressed replies, as
+// burnpoller does of a node on its host: compressing costs the node CPU
+// that neither side gets anything for on loopback.
+func rawClient(parallel int) *http.Client {
+	return &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: parallel, DisableCompression: true}}
+}
+
 // rawNodeCeiling is the node alone: eth_getLogs for contract's burn topic
 // over [0, target] in as few calls as the node accepts (the whole range
 // first; a refused or failed range is halved), through a plain net/http
 // client, the replies read and their logs counted but not decoded. None of
 // burnpoller's code runs: it is what the node does without us.
 func rawNodeCeiling(ctx context.Context, url string, contract common.Address, target uint64) (Rate, error) {
-	client := &http.Client{Timeout: 5 * time.Minute}
+	client := rawClient(1)
 	var (
 		logs, calls int
 		took        time.Duration
@@ -111,7 +119,7 @@ type SparseFloor struct {
 // rawCapped reads [0, last] in ranges of span blocks, one after another,
 // and returns the seconds it took, the calls and the logs.
 func rawCapped(ctx context.Context, url string, contract common.Address, last, span uint64) (float64, int, int, error) {
-	client := &http.Client{Timeout: 5 * time.Minute}
+	client := rawClient(1)
 	var calls, logs int
 	start := time.Now()
 	for from := uint64(0); from <= last; from += span {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+
 	"github.com/burnpoller/burnpoller/internal/harness"
 )
 
@@ -17,8 +19,14 @@ type replica struct {
 }
 
 // startReplica starts `poller run` on the database dbURL with the
-// environment pollerEnv gives for extra, its output in logDir/name.log.
+// environment pollerEnv gives for extra (the bench's node and burn
+// contract), its output in logDir/name.log.
 func (b *bench) startReplica(dbURL, logDir, name string, extra ...string) (*replica, error) {
+	return b.startReplicaOn(b.info.RPCURL, b.info.BurnContract, dbURL, logDir, name, extra...)
+}
+
+// startReplicaOn is startReplica for the node at rpcURL and contract.
+func (b *bench) startReplicaOn(rpcURL string, contract common.Address, dbURL, logDir, name string, extra ...string) (*replica, error) {
 	addr, err := harness.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -31,7 +39,9 @@ func (b *bench) startReplica(dbURL, logDir, name string, extra ...string) (*repl
 	defer f.Close()
 	p, err := harness.Start(harness.Spec{
 		Name: name, Bin: b.bin, Args: []string{"run"},
-		Env:    b.pollerEnv(dbURL, addr.String(), extra...),
+		Env: harness.PollerEnv(harness.Target{
+			DatabaseURL: dbURL, RPCURL: rpcURL, ChainID: b.info.ChainID, Contract: contract, HTTPAddr: addr.String(),
+		}, slices.Concat(extra, b.extraEnv)...),
 		Stdout: f, Stderr: f,
 	})
 	if err != nil {
@@ -78,4 +88,12 @@ func lockHolder(ctx context.Context, replicas []*replica) *replica {
 		}
 	}
 	return nil
+}
+
+// nodeKind names the node the replicas read: the real node's kind, or sim.
+func (b *bench) nodeKind() string {
+	if b.node != nil {
+		return b.node.kind
+	}
+	return nodeSim
 }

@@ -10,7 +10,10 @@ import (
 
 // Results is everything the bench measured.
 type Results struct {
-	Machine     string  `json:"machine"`
+	Machine string `json:"machine"`
+	// Node is the node of the dense workload of the sim run (sim: the
+	// in-process simulated backend); the real-node runs name theirs.
+	Node        string  `json:"node,omitempty"`
 	Burns       int     `json:"burns"`
 	Blocks      uint64  `json:"blocks"`
 	SeedSeconds float64 `json:"seed_seconds"`
@@ -49,6 +52,10 @@ type Results struct {
 	Idle []*Idle `json:"idle_rpc_calls,omitempty"`
 	// Seen is head-to-seen latency, polling and with newHeads.
 	Seen []*Seen `json:"head_to_seen,omitempty"`
+	// Dense is the dense runs on real nodes (-dense-node geth, anvil).
+	Dense []*Dense `json:"dense_real_node,omitempty"`
+	// Groups is the many-groups phase (-groups-only).
+	Groups *Groups `json:"groups,omitempty"`
 }
 
 // Rate is a count over a time.
@@ -81,6 +88,15 @@ type CatchUp struct {
 	DuplicateInserts float64          `json:"duplicate_insert_attempts"`
 	PeakRSSMiB       map[string]int64 `json:"peak_rss_mib"`
 	Rows             int              `json:"rows"`
+	// CallsByMethod is the replicas' JSON-RPC calls by method; a batch
+	// counts each call in it.
+	CallsByMethod map[string]float64 `json:"calls_by_method,omitempty"`
+	// CallSecondsByMethod is the time spent in those calls, summed: the
+	// calls of one batch each count the batch's whole time.
+	CallSecondsByMethod map[string]float64 `json:"call_seconds_by_method,omitempty"`
+	// CPUSeconds is the CPU time each part used during the run: each
+	// replica, the node (a real node only), the database's backends.
+	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
 }
 
 // Backfill is the one-shot backfill command over the whole range.

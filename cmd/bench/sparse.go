@@ -45,6 +45,8 @@ type Sparse struct {
 	Calls                map[string]int `json:"calls_by_method"`
 	Rows                 int            `json:"rows"`
 	Settings             []string       `json:"settings"`
+	// Poller is the binary of a -compare run; empty for this tree's.
+	Poller string `json:"poller,omitempty"`
 }
 
 // anvilKey is anvil's first dev account (publicly known).
@@ -86,18 +88,29 @@ func (b *bench) sparsePhase(ctx context.Context, o options) (*SparseFloor, []*Sp
 	floor.SeedSeconds = seeded
 	b.log.Info("sparse floor", slog.Float64("node_alone_seconds", floor.NodeSeconds), slog.Float64("through_proxy_seconds", floor.ProxySeconds),
 		slog.Float64("computed_seconds", floor.ComputedFloor), slog.Int("calls", floor.Calls))
+	// With -compare, each run is paired: this tree's poller, then the
+	// other binary, on the same chain, one after the other.
+	bins := []string{b.bin}
+	if o.compare != "" {
+		bins = append(bins, o.compare)
+	}
 	var out []*Sparse
 	for _, env := range [][]string{nil, {"VERIFY_RECEIPTS=false"}} {
 		for run := 1; run <= max(o.sparseRuns, 1); run++ {
-			sp, err := b.sparseRun(ctx, o, sc, env...)
-			if err != nil {
-				return nil, nil, fmt.Errorf("sparse sync %v, run %d: %w", env, run, err)
+			for i, bin := range bins {
+				sp, err := b.sparseRun(ctx, o, sc, bin, env...)
+				if err != nil {
+					return nil, nil, fmt.Errorf("sparse sync %v, run %d: %w", env, run, err)
+				}
+				sp.Run = run
+				if i > 0 {
+					sp.Poller = bin
+				}
+				sp.RatioToMeasuredFloor = sp.Seconds / floor.ProxySeconds
+				b.log.Info("sparse first sync", slog.String("poller", bin), slog.Any("settings", env), slog.Int("run", run), slog.Float64("seconds", sp.Seconds),
+					slog.Float64("blocks_per_second", sp.BlocksPer), slog.Float64("ratio_to_floor", sp.RatioToFloor), slog.Any("calls", sp.Calls))
+				out = append(out, sp)
 			}
-			sp.Run = run
-			sp.RatioToMeasuredFloor = sp.Seconds / floor.ProxySeconds
-			b.log.Info("sparse first sync", slog.Any("settings", env), slog.Int("run", run), slog.Float64("seconds", sp.Seconds),
-				slog.Float64("blocks_per_second", sp.BlocksPer), slog.Float64("ratio_to_floor", sp.RatioToFloor), slog.Any("calls", sp.Calls))
-			out = append(out, sp)
 		}
 	}
 	return floor, out, nil
@@ -241,7 +254,7 @@ func seedSparseAnvil(ctx context.Context, o options) (_ *sparseChain, err error)
 // empty ledger through a fresh proxy that adds o.sparseLatency to every
 // request and refuses eth_getLogs over o.sparseCap blocks with Alchemy's
 // words and suggested range, and checks the ledger is exact.
-func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, env ...string) (*Sparse, error) {
+func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, bin string, env ...string) (*Sparse, error) {
 	dir, err := os.MkdirTemp("", "bench-sparse-")
 	if err != nil {
 		return nil, err
@@ -282,7 +295,7 @@ func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, env .
 	}
 	defer f.Close()
 	start := time.Now()
-	p, err := harness.Start(harness.Spec{Name: "sparse", Bin: b.bin, Args: []string{"run", "--until-finalized"},
+	p, err := harness.Start(harness.Spec{Name: "sparse", Bin: bin, Args: []string{"run", "--until-finalized"},
 		Env: runEnv, Stdout: f, Stderr: f})
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -380,6 +381,37 @@ func TestScrapeSum(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("ScrapeSum(%s) = %v, want %v", tt.give, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestScrapeBy(t *testing.T) {
+	t.Parallel()
+	addr := metricsServer(t, http.StatusOK, exposition+`burnpoller_rpc_requests_total_other{method="eth_getLogs"} 7
+burnpoller_rpc_requests_total{result="ok"} 1
+`)
+	tests := []struct {
+		name   string
+		metric string
+		label  string
+		want   map[string]float64
+	}{
+		{"by method, results summed", "burnpoller_rpc_requests_total", "method",
+			map[string]float64{"eth_getLogs": 55, "eth_blockNumber": 212, "": 1}},
+		{"by result", "burnpoller_rpc_requests_total", "result", map[string]float64{"ok": 265, "error": 3}},
+		{"without labels", "burnpoller_lock_held", "method", map[string]float64{"": 1}},
+		{"none", "burnpoller_nothing", "method", map[string]float64{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ScrapeBy(context.Background(), addr, tt.metric, tt.label)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("ScrapeBy(%s, %s) = %v, want %v", tt.metric, tt.label, got, tt.want)
 			}
 		})
 	}

@@ -87,3 +87,35 @@ func ScrapeSum(ctx context.Context, addr, prefix string) (float64, error) {
 	}
 	return sum, sc.Err()
 }
+
+// ScrapeBy sums the samples of metric on addr's /metrics by the value of
+// one of their labels: for burnpoller_rpc_requests_total and "method", the
+// calls of each method whatever their result. A sample without the label
+// counts under "". No sample gives an empty map.
+func ScrapeBy(ctx context.Context, addr, metric, label string) (map[string]float64, error) {
+	body, err := Metrics(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	labelRE := regexp.MustCompile(`[{,]` + regexp.QuoteMeta(label) + `="((?:[^"\\]|\\.)*)"`)
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, metric)
+		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q on %s: %w", line, addr, err)
+		}
+		key := ""
+		if m := labelRE.FindStringSubmatch(rest); m != nil {
+			key = m[1]
+		}
+		out[key] += v
+	}
+	return out, sc.Err()
+}

@@ -1,0 +1,223 @@
+package chain
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/ethereum/go-ethereum/rpc"
+)
+
+// httpBatch sends elems as one JSON-RPC batch over HTTP and decodes each
+// reply as it streams in, straight into its element's Result, filling each
+// element's Error as go-ethereum's BatchCallContext does. go-ethereum's
+// client reads a batch reply into raw messages first and then decodes each
+// one again: four passes of encoding/json over every byte, where this
+// takes two. Replies of logs and receipts are the poller's largest cost
+// (the profile in BENCHMARKS.md), so this is the path of every batch over
+// HTTP; WebSocket endpoints keep go-ethereum's client.
+func (c *Client) httpBatch(ctx context.Context, hc *http.Client, elems []rpc.BatchElem) error {
+	body, err := batchBody(elems)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.rawURL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}()
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		// As go-ethereum's client: the status and body, which may carry a
+		// JSON-RPC error, for classify.
+		b, _ := io.ReadAll(resp.Body)
+		return rpc.HTTPError{Status: resp.Status, StatusCode: resp.StatusCode, Body: b}
+	}
+	return decodeBatch(resp.Body, elems)
+}
+
+// batchBody is the request of elems, element i with id i.
+func batchBody(elems []rpc.BatchElem) ([]byte, error) {
+	type call struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      int    `json:"id"`
+		Method  string `json:"method"`
+		Params  []any  `json:"params,omitempty"`
+	}
+	calls := make([]call, len(elems))
+	for i, el := range elems {
+		calls[i] = call{JSONRPC: "2.0", ID: i, Method: el.Method, Params: el.Args}
+	}
+	return json.Marshal(calls)
+}
+
+// replyError is a JSON-RPC error object of a reply: an rpc.Error and an
+// rpc.DataError, as go-ethereum's own, for classify.
+type replyError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (e *replyError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("json-rpc error %d", e.Code)
+	}
+	return e.Message
+}
+
+// ErrorCode is the JSON-RPC error code.
+func (e *replyError) ErrorCode() int { return e.Code }
+
+// ErrorData is the error's data, if any.
+func (e *replyError) ErrorData() any { return e.Data }
+
+// decodeBatch reads a batch reply from r into elems. An element with no
+// reply gets rpc.ErrMissingBatchResponse, one with neither result nor
+// error rpc.ErrNoResult, one whose result does not decode that error. A
+// reply that is not an array (one error object for the whole batch) or is
+// not JSON fails the whole batch.
+func decodeBatch(r io.Reader, elems []rpc.BatchElem) error {
+	dec := json.NewDecoder(r)
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("reading the batch reply: %w", err)
+	}
+	switch tok {
+	case json.Delim('['):
+	case json.Delim('{'):
+		// One reply for the whole batch. Its error is told, but, as with
+		// go-ethereum's client, the batch fails as a transient failure
+		// whatever the code says.
+		rep, err := readReply(dec, nil, nil)
+		if err != nil {
+			return fmt.Errorf("reading the batch reply: %w", err)
+		}
+		if rep.err != nil {
+			return fmt.Errorf("the node answered the batch with one reply: %s (code %d)", rep.err.Error(), rep.err.Code)
+		}
+		return errors.New("the node answered the batch with one reply")
+	default:
+		return fmt.Errorf("reading the batch reply: unexpected %v", tok)
+	}
+	answered := make([]bool, len(elems))
+	for dec.More() {
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			if err == nil {
+				err = fmt.Errorf("unexpected %v", tok)
+			}
+			return fmt.Errorf("reading the batch reply: %w", err)
+		}
+		rep, err := readReply(dec, elems, answered)
+		if err != nil {
+			return fmt.Errorf("reading the batch reply: %w", err)
+		}
+		if rep.index < 0 {
+			continue // not ours, or a repeat
+		}
+		answered[rep.index] = true
+		el := &elems[rep.index]
+		switch {
+		case rep.err != nil:
+			el.Error = rep.err
+		case !rep.result:
+			el.Error = rpc.ErrNoResult
+		default:
+			el.Error = rep.decodeErr
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("reading the batch reply: %w", err)
+	}
+	for i := range elems {
+		if !answered[i] {
+			elems[i].Error = rpc.ErrMissingBatchResponse
+		}
+	}
+	return nil
+}
+
+// reply is one reply of a batch as readReply found it.
+type reply struct {
+	index     int // the element it answers, or -1
+	result    bool
+	decodeErr error // the result's, decoded into the element's Result
+	err       *replyError
+}
+
+// readReply reads the rest of one reply object (its '{' read) from dec.
+// Its result is decoded into the Result of the element its id names,
+// unless that element is answered already: at once when the id came
+// first (as nodes write it), else once the object is read.
+func readReply(dec *json.Decoder, elems []rpc.BatchElem, answered []bool) (reply, error) {
+	rep := reply{index: -1}
+	var pending json.RawMessage
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return rep, err
+		}
+		switch key, _ := tok.(string); key {
+		case "id":
+			var id json.RawMessage
+			if err := dec.Decode(&id); err != nil {
+				return rep, err
+			}
+			if rep.index = elementOf(id, len(elems)); rep.index >= 0 && answered[rep.index] {
+				rep.index = -1 // a repeat: the first reply stands
+			}
+		case "result":
+			rep.result = true
+			if rep.index >= 0 {
+				// An error here is the element's: a result that does not
+				// fit its type. A failed read (the reply over the cap, a
+				// broken connection) or bad JSON stays with the decoder
+				// and fails the batch at the next token.
+				rep.decodeErr = dec.Decode(elems[rep.index].Result)
+				continue
+			}
+			if err := dec.Decode(&pending); err != nil {
+				return rep, err
+			}
+		case "error":
+			rep.err = new(replyError)
+			if err := dec.Decode(rep.err); err != nil {
+				return rep, err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return rep, err
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // '}'
+		return rep, err
+	}
+	if pending != nil && rep.index >= 0 {
+		rep.decodeErr = json.Unmarshal(pending, elems[rep.index].Result)
+	}
+	return rep, nil
+}
+
+// elementOf is the element an id names: an integer in [0, n), or -1.
+func elementOf(id json.RawMessage, n int) int {
+	i, err := strconv.Atoi(string(bytes.Trim(id, `"`)))
+	if err != nil || i < 0 || i >= n {
+		return -1
+	}
+	return i
+}
