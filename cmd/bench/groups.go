@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/devchain"
 	"github.com/burnpoller/burnpoller/internal/rpcfault"
 )
@@ -26,9 +26,11 @@ type Groups struct {
 	Node          string     `json:"node"`
 	Seed          *denseSeed `json:"seed"`
 	BurnsPerGroup int        `json:"burns_per_group"`
-	Settings      string     `json:"poller_settings"`
-	LoadAtStart   string     `json:"load_average_at_start"`
-	Runs          []GroupRun `json:"runs"`
+	// CapBlocks is the latency proxy's eth_getLogs block cap.
+	CapBlocks   uint64     `json:"latency_proxy_cap_blocks"`
+	Settings    string     `json:"poller_settings"`
+	LoadAtStart string     `json:"load_average_at_start"`
+	Runs        []GroupRun `json:"runs"`
 	// Alone is each group's catch-up with no other group running, by
 	// latency: the denominators of the ratios.
 	Alone []GroupRun `json:"alone"`
@@ -85,7 +87,8 @@ func (b *bench) groupsPhase(ctx context.Context, o options) (*Groups, error) {
 			return nil, err
 		}
 	}
-	g := &Groups{Node: o.groupsNode, BurnsPerGroup: o.groupBurns, Settings: "defaults; POLL_INTERVAL=200ms; CURSOR_ID group-<i>",
+	b.groupCap = o.groupCap
+	g := &Groups{Node: o.groupsNode, BurnsPerGroup: o.groupBurns, CapBlocks: o.groupCap, Settings: "defaults; POLL_INTERVAL=200ms; CURSOR_ID group-<i>",
 		LoadAtStart: loadAverage()}
 	if g.Seed, err = s.seedDense(ctx, contracts, o.groupBurns, o.perTx, o.txsPerBlock); err != nil {
 		return nil, err
@@ -152,8 +155,12 @@ func (b *bench) groupRun(ctx context.Context, contracts []burnContracts, first i
 		return GroupRun{}, err
 	}
 	defer conn.Close(ctx)
-	if _, err := migrations.Migrate(ctx, conn); err != nil {
-		return GroupRun{}, err
+	// By the poller under test (-poller, for paired runs), so that the
+	// schema is its own.
+	migrate := exec.CommandContext(ctx, b.bin, "migrate")
+	migrate.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		return GroupRun{}, fmt.Errorf("migrating with %s: %w: %s", b.bin, err, out)
 	}
 	logDir, err := os.MkdirTemp("", "bench-groups-")
 	if err != nil {
@@ -180,7 +187,7 @@ func (b *bench) groupRun(ctx context.Context, contracts []burnContracts, first i
 			if err != nil {
 				return GroupRun{}, err
 			}
-			p.Set(func(f *rpcfault.Faults) { f.Latency = lat })
+			p.Set(func(f *rpcfault.Faults) { f.Latency, f.RangeLimit = lat, b.groupCap })
 			proxies = append(proxies, p)
 			url = p.URL
 		}

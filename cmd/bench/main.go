@@ -82,6 +82,7 @@ type options struct {
 	groupsOnly    bool
 	groupCounts   string
 	groupBurns    int
+	groupCap      uint64
 	groupLatency  time.Duration
 	groupsNode    string
 	groupsDense   bool
@@ -125,6 +126,7 @@ func main() {
 	flag.BoolVar(&o.groupsOnly, "groups-only", false, "run only the many-groups phase: groups catching up together on one database, each against its time alone")
 	flag.StringVar(&o.groupCounts, "groups", "1,2,4,8", "group counts of the many-groups phase")
 	flag.IntVar(&o.groupBurns, "group-burns", 3000, "burns per group")
+	flag.Uint64Var(&o.groupCap, "group-cap", 10, "the latency proxy's eth_getLogs block cap (a provider's limit; 0: none), so that a group's catch-up is round trips rather than CPU")
 	flag.DurationVar(&o.groupLatency, "group-latency", 80*time.Millisecond, "latency the proxy in front of each group adds per request")
 	flag.StringVar(&o.groupsNode, "groups-node", nodeGeth, "the many-groups phase's node: geth or anvil")
 	flag.BoolVar(&o.groupsLatency, "groups-latency", true, "many groups: the runs through the latency proxies")
@@ -178,6 +180,8 @@ type bench struct {
 	// is where catch-up records its perf profile.
 	node    *realNode
 	profile string
+	// groupCap is the many-groups latency proxy's eth_getLogs cap.
+	groupCap uint64
 }
 
 func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
