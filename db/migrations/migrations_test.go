@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -196,6 +197,118 @@ func texts(ctx context.Context, t *testing.T, conn *pgx.Conn, sql string, args .
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// TestHexChecksAcceptWhatTheyDid: migration 14 rewrites every check on a
+// hex column (hashes, addresses, digests) in a cheaper form. For every such
+// check and a set of values around its edges, the new check accepts exactly
+// what the old one did; it migrates a populated ledger, leaves every check
+// validated, and migrating down brings the old checks back.
+func TestHexChecksAcceptWhatTheyDid(t *testing.T) {
+	t.Parallel()
+	ctx, conn := emptyDatabase(t)
+	if _, err := migrations.MigrateTo(ctx, conn, 13); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `
+		INSERT INTO payments (chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at)
+		SELECT 1, '0x'||repeat('ab', 20), '0x'||lpad(to_hex(i), 64, '0'), 0, i, '0x'||repeat('cd', 32),
+		       '0x'||repeat('12', 20), '0x'||repeat('34', 32), i, now()
+		FROM generate_series(1, 1000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	var values []string
+	for _, n := range []int{40, 64} {
+		hex := strings.Repeat("0123456789abcdef", 4)[:n]
+		values = append(values,
+			"0x"+hex, "0x"+hex[1:], "0x"+hex+"0", hex, "0X"+hex, "0x"+strings.ToUpper(hex),
+			"0x"+hex[:n-1]+"g", "0x"+hex[:n-1]+"\n", "0x"+hex+"\n", " 0x"+hex[1:], "0x"+hex[:n-2]+"é",
+			"0x"+strings.Repeat("0", n), strings.Repeat("0", n+2), "0x", "", "00"+hex)
+	}
+	before := acceptance(ctx, t, conn, values)
+	if len(before) != 19 {
+		t.Fatalf("version 13 has %d hex checks, want 19: %v", len(before), before)
+	}
+	if from, err := migrations.MigrateTo(ctx, conn, 14); err != nil || from != 13 {
+		t.Fatalf("Migrate = %d, %v", from, err)
+	}
+	after := acceptance(ctx, t, conn, values)
+	for name, want := range before {
+		got, ok := after[name]
+		switch {
+		case !ok:
+			t.Errorf("%s is gone", name)
+		case got.def == want.def || strings.Contains(got.def, "{"):
+			t.Errorf("%s was not rewritten: %s", name, got.def)
+		case got.accepts != want.accepts:
+			t.Errorf("%s accepts %q, the old check %q", name, got.accepts, want.accepts)
+		}
+	}
+	var invalid []string
+	invalid = texts(ctx, t, conn, `SELECT conname::text FROM pg_constraint WHERE NOT convalidated`)
+	if len(invalid) != 0 {
+		t.Fatalf("constraints left not validated: %v", invalid)
+	}
+	var rows int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM payments`).Scan(&rows); err != nil || rows != 1000 {
+		t.Fatalf("payments after migrating: %d, %v; want 1000", rows, err)
+	}
+	if _, err := migrations.MigrateTo(ctx, conn, 13); err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range acceptance(ctx, t, conn, values) {
+		if got.def != before[name].def {
+			t.Errorf("down: %s is %s, want %s", name, got.def, before[name].def)
+		}
+	}
+}
+
+type hexCheck struct {
+	def     string
+	accepts string // one letter a value: y accepted, n refused
+}
+
+// acceptance evaluates every check whose definition holds a regular
+// expression against each value in place of its column.
+func acceptance(ctx context.Context, t *testing.T, conn *pgx.Conn, values []string) map[string]hexCheck {
+	t.Helper()
+	rows, err := conn.Query(ctx, `
+		SELECT c.conname::text, pg_get_constraintdef(c.oid), a.attname::text
+		FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+		WHERE c.contype = 'c' AND pg_get_constraintdef(c.oid) LIKE '%~%' AND cardinality(c.conkey) = 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type check struct{ name, def, column string }
+	checks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (check, error) {
+		var c check
+		return c, r.Scan(&c.name, &c.def, &c.column)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]hexCheck{}
+	for _, c := range checks {
+		expr := strings.TrimPrefix(c.def, "CHECK ")
+		var accepts strings.Builder
+		for _, v := range values {
+			var ok bool
+			q := fmt.Sprintf(`SELECT coalesce(%s, true) FROM (SELECT $1::text AS %s) AS v`, expr, pgx.Identifier{c.column}.Sanitize())
+			if err := conn.QueryRow(ctx, q, v).Scan(&ok); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if ok {
+				accepts.WriteByte('y')
+			} else {
+				accepts.WriteByte('n')
+			}
+		}
+		if !strings.Contains(accepts.String(), "y") || !strings.Contains(accepts.String(), "n") {
+			t.Fatalf("%s accepts %q: the values do not reach both sides of it", c.name, accepts.String())
+		}
+		out[c.name] = hexCheck{def: c.def, accepts: accepts.String()}
 	}
 	return out
 }
