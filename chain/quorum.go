@@ -36,30 +36,18 @@ type QuorumObserver interface {
 // cooling ones, until Quorum have answered.
 func (e *Endpoints) quorumTarget(ctx context.Context) (Target, error) {
 	k := e.cfg.Quorum
-	var (
-		tried   []*endpoint
-		targets []int64
-		lastErr error
-	)
-	for len(targets) < k {
-		ep, _, err := e.pick(ctx, tried)
-		if err != nil {
-			if lastErr == nil {
-				lastErr = err
-			}
-			break
-		}
-		tried = append(tried, ep)
-		t, err := ep.c.Target(ctx, e.cfg.Finality, e.cfg.Confirmations)
-		if err != nil {
-			if ctx.Err() != nil {
-				return Target{}, err
-			}
-			e.fail(ctx, ep, err)
-			lastErr = err
-			continue
-		}
-		targets = append(targets, t)
+	var targets []int64
+	lastErr := failover[int64]{
+		call: func(ctx context.Context, ep *endpoint) (int64, error) {
+			return ep.c.Target(ctx, e.cfg.Finality, e.cfg.Confirmations)
+		},
+		take: func(_ *endpoint, t int64) bool {
+			targets = append(targets, t)
+			return len(targets) >= k
+		},
+	}.run(ctx, e)
+	if lastErr != nil && ctx.Err() != nil {
+		return Target{}, lastErr // the caller gave up: no endpoint's fault
 	}
 	if len(targets) < k {
 		state := fmt.Errorf("waiting for quorum: %d of %d endpoints answering", len(targets), k)
@@ -270,8 +258,7 @@ func (e *Endpoints) quorumHeaders(ctx context.Context, ns []uint64) (map[uint64]
 	}
 	var (
 		replies []reply
-		tried   []*endpoint
-		lastErr error
+		agreedI = -1
 	)
 	digest := func(hs map[uint64]Header) string {
 		h := sha256.New()
@@ -282,33 +269,27 @@ func (e *Endpoints) quorumHeaders(ctx context.Context, ns []uint64) (map[uint64]
 		}
 		return hex.EncodeToString(h.Sum(nil))
 	}
-	for {
-		if i, ok := agreedOn(replies, func(r reply) string { return r.sum }, k); ok {
-			for _, o := range replies {
-				if o.sum != replies[i].sum {
-					e.dissentHeaders(o.ep, replies[i].ep)
-				}
+	lastErr := failover[map[uint64]Header]{
+		call: func(ctx context.Context, ep *endpoint) (map[uint64]Header, error) {
+			return ep.c.HeadersByNumber(ctx, ns)
+		},
+		take: func(ep *endpoint, hs map[uint64]Header) bool {
+			replies = append(replies, reply{ep: ep, hs: hs, sum: digest(hs)})
+			i, ok := agreedOn(replies, func(r reply) string { return r.sum }, k)
+			agreedI = i
+			return ok
+		},
+	}.run(ctx, e)
+	if lastErr == nil {
+		for _, o := range replies {
+			if o.sum != replies[agreedI].sum {
+				e.dissentHeaders(o.ep, replies[agreedI].ep)
 			}
-			return replies[i].hs, nil
 		}
-		ep, _, err := e.pick(ctx, tried)
-		if err != nil {
-			if lastErr == nil {
-				lastErr = err
-			}
-			break
-		}
-		tried = append(tried, ep)
-		hs, err := ep.c.HeadersByNumber(ctx, ns)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, err
-			}
-			e.fail(ctx, ep, err)
-			lastErr = err
-			continue
-		}
-		replies = append(replies, reply{ep: ep, hs: hs, sum: digest(hs)})
+		return replies[agreedI].hs, nil
+	}
+	if ctx.Err() != nil {
+		return nil, lastErr
 	}
 	if len(replies) < k {
 		return nil, fmt.Errorf("%w: headers: %d of RPC_QUORUM=%d endpoints answered: %w", ErrQuorumUnavailable, len(replies), k, lastErr)
