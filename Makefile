@@ -3,8 +3,8 @@ GETH_VERSION := v1.17.10
 ABIGEN := go run github.com/ethereum/go-ethereum/cmd/abigen@$(GETH_VERSION)
 # staticcheck, pinned: a newer release may add checks (run `make lint` after
 # changing it).
-STATICCHECK_VERSION := v0.8.2
-STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
 .PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-quick bench-real bench-groups contracts demo lint compose-check clean
@@ -111,13 +111,14 @@ contracts:
 			--pkg bindings --type $$c --out contracts/bindings/$$pkgfile.go || exit 1; \
 	done
 
-# gofmt, go vet and staticcheck (default checks; generated files such as
-# contracts/bindings are skipped by staticcheck itself).
+# gofmt, go vet and golangci-lint with the checked-in .golangci.yml
+# (staticcheck, errcheck, gosec, gocognit, errorlint, ...; generated files
+# such as contracts/bindings are skipped).
 lint:
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt-ed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
-	$(STATICCHECK) ./...
+	$(GOLANGCI_LINT) run ./...
 
 compose-check:
 	docker-compose config -q

@@ -35,8 +35,8 @@ import (
 	"slices"
 )
 
-// ChainDefaults are the settings burnpoller uses for a well-known chain when the user sets none.
-type ChainDefaults struct {
+// Defaults are the settings burnpoller uses for a well-known chain when the user sets none.
+type Defaults struct {
 	Name          string   // e.g. "Ethereum mainnet"
 	Finality      Finality // FinalityFinalized, FinalitySafe or FinalityLatest
 	Confirmations uint64   // used with FinalityLatest; 0 otherwise
@@ -47,7 +47,7 @@ type ChainDefaults struct {
 // KnownChainEntry is one row of the table KnownChains returns.
 type KnownChainEntry struct {
 	ID uint64
-	ChainDefaults
+	Defaults
 }
 
 // knownChains is keyed by chain id; a duplicate id does not compile.
@@ -56,7 +56,7 @@ type KnownChainEntry struct {
 // common among hosted providers: 2,000 on 12-second chains (Chainstack's
 // recommendation, Ponder's old default), 5,000 to 10,000 on fast chains,
 // 2,048 on Avalanche for its public API node.
-var knownChains = map[uint64]ChainDefaults{
+var knownChains = map[uint64]Defaults{
 	1: {"Ethereum mainnet", FinalityFinalized, 0, 2000,
 		"beacon-chain finality (2 epochs, ~13 min); 'finalized' tag served by all clients"},
 	10: {"OP Mainnet", FinalityFinalized, 0, 10000,
@@ -88,7 +88,7 @@ var knownChains = map[uint64]ChainDefaults{
 }
 
 // KnownChain returns the defaults for chain id, and false for a chain not in the table.
-func KnownChain(id uint64) (ChainDefaults, bool) {
+func KnownChain(id uint64) (Defaults, bool) {
 	d, ok := knownChains[id]
 	return d, ok
 }
@@ -97,7 +97,7 @@ func KnownChain(id uint64) (ChainDefaults, bool) {
 func KnownChains() []KnownChainEntry {
 	out := make([]KnownChainEntry, 0, len(knownChains))
 	for id, d := range knownChains {
-		out = append(out, KnownChainEntry{ID: id, ChainDefaults: d})
+		out = append(out, KnownChainEntry{ID: id, Defaults: d})
 	}
 	slices.SortFunc(out, func(a, b KnownChainEntry) int { return cmp.Compare(a.ID, b.ID) })
 	return out

@@ -68,8 +68,8 @@ func TestKnownChainEntries(t *testing.T) {
 				t.Errorf("chain %d: Reason is not one line: %q", e.ID, e.Reason)
 			}
 			d, ok := chain.KnownChain(e.ID)
-			if !ok || d != e.ChainDefaults {
-				t.Errorf("KnownChain(%d) = %+v, %v; KnownChains has %+v", e.ID, d, ok, e.ChainDefaults)
+			if !ok || d != e.Defaults {
+				t.Errorf("KnownChain(%d) = %+v, %v; KnownChains has %+v", e.ID, d, ok, e.Defaults)
 			}
 		})
 	}

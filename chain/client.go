@@ -76,13 +76,23 @@ type Observer interface {
 	BadReply(endpoint, method string)
 }
 
+// nopObserver hears nothing: the observer of a client or set given none.
 type nopObserver struct{}
 
+// RPC does nothing.
 func (nopObserver) RPC(string, string, string, time.Duration) {}
-func (nopObserver) BadReply(string, string)                   {}
-func (nopObserver) Lagging(string, int64)                     {}
-func (nopObserver) RangeLimit(string, uint64)                 {}
-func (nopObserver) Active(string)                             {}
+
+// BadReply does nothing.
+func (nopObserver) BadReply(string, string) {}
+
+// Lagging does nothing.
+func (nopObserver) Lagging(string, int64) {}
+
+// RangeLimit does nothing.
+func (nopObserver) RangeLimit(string, uint64) {}
+
+// Active does nothing.
+func (nopObserver) Active(string) {}
 
 // Options tune a Client.
 type Options struct {

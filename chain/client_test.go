@@ -191,6 +191,7 @@ func TestBurnRangeRejectsInconsistentReplies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			c, _ := startFake(t, tt.handle)
 			if _, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 20); !errors.Is(err, tt.wantErr) {
 				t.Fatalf("BurnRange = %v, want %v", err, tt.wantErr)
@@ -232,6 +233,7 @@ func TestTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			c, _ := startFake(t, tt.handle)
 			got, err := c.Target(context.Background(), tt.finality, tt.confirmations)
 			if err != nil {

@@ -345,6 +345,7 @@ func TestAdaptiveRange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			n := node(1000, 1000)
 			n.limit, n.limitErr = tt.limit, tt.reply
 			e, obs, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 100}, n)
@@ -582,6 +583,7 @@ func TestProbeFinality(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			e, _, _ := newEndpoints(t, chain.EndpointsConfig{Finality: tt.finality}, tt.node)
 			err := e.ProbeFinality(context.Background())
 			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {

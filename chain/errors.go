@@ -164,7 +164,7 @@ func classifyRPC(code int, message string, data any, limit *RangeLimit) Class {
 	if isHistoryPruned(code, message, data) {
 		return ClassPruned
 	}
-	if isRangeLimit(code, message, data, limit) {
+	if isRangeLimit(message, data, limit) {
 		return ClassRangeLimit
 	}
 	msg := strings.ToLower(message)
@@ -278,6 +278,7 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 
 const retryAfterMark = " retry-after-ms="
 
+// RoundTrip sends req and marks the provider's Retry-After on a refusal.
 func (t retryAfterTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {

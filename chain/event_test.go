@@ -59,6 +59,7 @@ func TestDecodeBurnExactAmounts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			b, err := chain.DecodeBurn(burnLog(5, 1, 3, tt.give, 1_700_000_000))
 			if err != nil {
 				t.Fatal(err)
@@ -95,6 +96,7 @@ func TestDecodeBurnRejectsMalformedLogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if _, err := chain.DecodeBurn(tt.give()); !errors.Is(err, chain.ErrInvalidLog) {
 				t.Fatalf("DecodeBurn = %v, want ErrInvalidLog", err)
 			}
@@ -137,6 +139,7 @@ func TestValidateLogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			burns, rejected, err := chain.ValidateLogs(tt.give(), []common.Address{contract}, 10, 20)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {

@@ -84,11 +84,11 @@ var (
 // code, message and data, and reads any suggested range or stated limit.
 func ParseRangeLimit(code int, message string, data any) (RangeLimit, bool) {
 	var l RangeLimit
-	ok := isRangeLimit(code, message, data, &l)
+	ok := isRangeLimit(message, data, &l)
 	return l, ok
 }
 
-func isRangeLimit(code int, message string, data any, l *RangeLimit) bool {
+func isRangeLimit(message string, data any, l *RangeLimit) bool {
 	// The hint may be in the data alone, under a generic message.
 	text := message
 	if d := dataText(data); d != "" {

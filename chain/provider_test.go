@@ -61,6 +61,7 @@ func TestParseRangeLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got, ok := chain.ParseRangeLimit(tt.code, tt.message, tt.data)
 			if !ok {
 				t.Fatalf("not recognised as a range limit: %q", tt.message)

@@ -55,6 +55,7 @@ func TestRPCLogRequiresWhatTypesLogRequires(t *testing.T) {
 	}
 	for missing := range fields {
 		t.Run(missing, func(t *testing.T) {
+			t.Parallel()
 			var parts []string
 			for k, v := range fields {
 				if k != missing {

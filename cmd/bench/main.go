@@ -266,7 +266,6 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 		return nil, fmt.Errorf("postgres ceiling: %w", err)
 	}
 	res.PGCeiling = pgRate
-	rows = nil
 	runtime.GC()
 	log.Info("postgres ceiling", slog.Float64("rows_per_second", pgRate.PerSec))
 	ceiling := min(nodeRate.PerSec, pgRate.PerSec)

@@ -126,7 +126,7 @@ func startNode(ctx context.Context, kind, bin string) (_ *realNode, err error) {
 	}
 	if err != nil {
 		out, _ := os.ReadFile(n.logFile.Name())
-		return nil, fmt.Errorf("%s did not start: %w\n%s", kind, err, lastLines(string(out), 20))
+		return nil, fmt.Errorf("%s did not start: %w\n%s", kind, err, lastLines(string(out)))
 	}
 	return n, nil
 }

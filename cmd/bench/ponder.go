@@ -154,7 +154,7 @@ func ponderProject(ctx context.Context, dir string) error {
 	cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("npm install in %s: %w\n%s", dir, err, lastLines(string(out), 20))
+		return fmt.Errorf("npm install in %s: %w\n%s", dir, err, lastLines(string(out)))
 	}
 	return nil
 }
@@ -225,7 +225,7 @@ func (b *bench) ponderRun(ctx context.Context, o options, last uint64, contract 
 		}
 		if p.Exited() {
 			out, _ := os.ReadFile(logFile.Name())
-			return nil, fmt.Errorf("ponder exited (%d rows): %s", n, lastLines(string(out), 20))
+			return nil, fmt.Errorf("ponder exited (%d rows): %s", n, lastLines(string(out)))
 		}
 		if time.Now().After(deadline) {
 			return nil, errors.New("ponder did not index every burn within 15 minutes (see " + logFile.Name() + ")")

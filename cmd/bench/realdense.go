@@ -118,7 +118,6 @@ func (b *bench) densePhase(ctx context.Context, o options, kind string) (*Dense,
 	if d.CopyPayments, d.CopyEvents, err = copyCeilings(ctx, o.database, rows); err != nil {
 		return nil, fmt.Errorf("COPY: %w", err)
 	}
-	rows = nil
 	runtime.GC()
 	d.SameWork = min(sequential(d.RawLogs.PerSec, d.RawReceipts.PerSec), sequential(d.CopyPayments.PerSec, d.CopyEvents.PerSec))
 	d.ReceiptsOffCeiling = min(d.RawLogs.PerSec, d.CopyPayments.PerSec)

@@ -305,7 +305,7 @@ func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, bin s
 	if err != nil || code != 0 {
 		_, _ = p.Stop(5 * time.Second)
 		out, _ := os.ReadFile(logFile)
-		return nil, fmt.Errorf("poller run: exit %d, %v\n%s", code, err, lastLines(string(out), 20))
+		return nil, fmt.Errorf("poller run: exit %d, %w\n%s", code, err, lastLines(string(out)))
 	}
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
@@ -392,7 +392,9 @@ func seedSparse(ctx context.Context, c *ethclient.Client, blocks uint64, burns i
 	return burnAddr, c.Client().CallContext(ctx, nil, "anvil_mine", hexutil.Uint64(max(gap, 64)))
 }
 
-func lastLines(s string, n int) string {
+// lastLines is the last 20 lines of s: the end of a failed process's log.
+func lastLines(s string) string {
+	const n = 20
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]

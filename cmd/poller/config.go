@@ -73,7 +73,7 @@ type Config struct {
 	maxBlockRangeSet bool `ignored:"true"`
 	// fromChain names the chain whose table gave the variables (by key)
 	// the user did not set.
-	fromChain map[string]chain.ChainDefaults `ignored:"true"`
+	fromChain map[string]chain.Defaults `ignored:"true"`
 
 	PaymentHookSQL string `envconfig:"PAYMENT_HOOK_SQL" secret:"true" desc:"SQL run in the same transaction for each newly inserted payment ($1 id, $2 chain_id, $3 contract, $4 tx_hash, $5 log_index, $6 block_number, $7 block_hash, $8 payer, $9 digest, $10 amount, $11 burned_at)"`
 }
@@ -233,7 +233,7 @@ func (c *Config) applyChainDefaults(set func(key string) bool) {
 	if !ok {
 		return
 	}
-	c.fromChain = map[string]chain.ChainDefaults{}
+	c.fromChain = map[string]chain.Defaults{}
 	if !set("FINALITY") {
 		c.Finality = string(d.Finality)
 		c.fromChain["FINALITY"] = d

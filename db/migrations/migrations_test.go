@@ -246,8 +246,7 @@ func TestHexChecksAcceptWhatTheyDid(t *testing.T) {
 			t.Errorf("%s accepts %q, the old check %q", name, got.accepts, want.accepts)
 		}
 	}
-	var invalid []string
-	invalid = texts(ctx, t, conn, `SELECT conname::text FROM pg_constraint WHERE NOT convalidated`)
+	invalid := texts(ctx, t, conn, `SELECT conname::text FROM pg_constraint WHERE NOT convalidated`)
 	if len(invalid) != 0 {
 		t.Fatalf("constraints left not validated: %v", invalid)
 	}
