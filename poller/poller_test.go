@@ -911,3 +911,51 @@ func TestReplicasShareOneReadOfTheChain(t *testing.T) {
 	}
 	h.waitCursor(6)
 }
+
+// TestAReplicaHandsBackACursorAnotherJustMoved: a replica that takes the
+// cursor row right after another replica moved it (within 200 ms: the
+// other is catching up, its next ranges in flight) hands the row back
+// without reading the chain; once the row is older than that (the other
+// stopped), it takes over and records the rest exactly once.
+func TestAReplicaHandsBackACursorAnotherJustMoved(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(9)
+	first := node.addBurn(4, 1, 0, 5)
+	rest := []chain.Burn{node.addBurn(12, 2, 0, 6), node.addBurn(25, 3, 0, 7)}
+	h := newHarness(t, node)
+	_, stop := h.start()
+	h.waitCursor(9)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Another replica moved the cursor "just now", and keeps doing so:
+	// its move stays within the window for as long as the test needs.
+	if _, err := h.pool.Exec(ctx, `UPDATE block_cursors SET updated_at = now() + interval '1 hour' WHERE id = $1`, h.lcfg.CursorID); err != nil {
+		t.Fatal(err)
+	}
+	node.setTarget(30)
+	asked, targets := len(node.requested()), node.targetCalls()
+	l := h.loop()
+	h.run(l)
+	l.Signals.Standby.Wait(t, 10*time.Second)
+	l.Signals.Standby.Wait(t, 10*time.Second) // and again at its next turn
+	if got := len(node.requested()); got != asked || node.targetCalls() != targets {
+		t.Fatalf("the replica read the chain while another was catching up: %d ranges (had %d), %d targets (had %d)",
+			got, asked, node.targetCalls(), targets)
+	}
+	if c := h.cursor(); c.Block != 9 {
+		t.Fatalf("cursor = %d while handing back, want 9", c.Block)
+	}
+	// The other replica stopped moving the cursor: taken over.
+	if _, err := h.pool.Exec(ctx, `UPDATE block_cursors SET updated_at = now() - interval '1 second' WHERE id = $1`, h.lcfg.CursorID); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCursor(30)
+	if got, want := h.ledger(), expected(append([]chain.Burn{first}, rest...)...); !slices.Equal(got, want) {
+		t.Fatalf("ledger:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := node.requested()[asked]; got[0] != 10 {
+		t.Fatalf("first range after the takeover = %v, want one from block 10", got)
+	}
+}
