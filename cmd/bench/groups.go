@@ -56,6 +56,10 @@ type GroupRun struct {
 	// Requests is the HTTP requests each group's proxy saw (through the
 	// latency proxy only).
 	Requests []int `json:"http_requests,omitempty"`
+	// CPUSeconds is the CPU time each part used during the run: the
+	// pollers together, the node and the database's backends (the
+	// latency proxies run inside the bench and are not counted).
+	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
 }
 
 // groupsPhase seeds one node with a burn contract per group, the groups'
@@ -94,6 +98,8 @@ func (b *bench) groupsPhase(ctx context.Context, o options) (*Groups, error) {
 		return nil, err
 	}
 	b.info = devchain.Info{RPCURL: n.url, ChainID: n.chainID}
+	b.node = n
+	defer func() { b.node = nil }()
 	b.log.Info("groups seeded", slog.Int("groups", most), slog.Int("burns_per_group", o.groupBurns),
 		slog.Uint64("finalized", g.Seed.Finalized), slog.Float64("seconds", g.Seed.SeedSeconds))
 	var latencies []time.Duration
@@ -179,6 +185,10 @@ func (b *bench) groupRun(ctx context.Context, contracts []burnContracts, first i
 		}
 	}()
 	ids := make([]string, len(contracts))
+	nodeCPU := -1.0
+	if b.node != nil {
+		nodeCPU = cpuSeconds(b.node.proc.Pid())
+	}
 	start := time.Now()
 	for i, c := range contracts {
 		url := b.info.RPCURL
@@ -229,6 +239,13 @@ func (b *bench) groupRun(ctx context.Context, contracts []burnContracts, first i
 		if n != burns {
 			return GroupRun{}, fmt.Errorf("group %s recorded %d payments, want %d", ids[i], n, burns)
 		}
+	}
+	run.CPUSeconds = map[string]float64{"postgres_backends": backendsCPU(ctx, conn)}
+	if nodeCPU >= 0 {
+		run.CPUSeconds["node"] = cpuSeconds(b.node.proc.Pid()) - nodeCPU
+	}
+	for _, r := range replicas {
+		run.CPUSeconds["pollers"] += cpuSeconds(r.Pid())
 	}
 	for _, p := range proxies {
 		run.Requests = append(run.Requests, p.Stats().Requests)
