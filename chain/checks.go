@@ -112,10 +112,10 @@ func (e *Endpoints) Health(ctx context.Context) error {
 	ep := e.eps[e.cur]
 	unusable := ep.health.unusable()
 	cached, at := e.health, e.healthAt
-	gap, quorumWait, quorumSplit := e.gap, e.quorumWait, e.quorumSplit
+	gap, hasGap, quorumWait, quorumSplit := e.gap, e.hasGap, e.quorumWait, e.quorumSplit
 	e.mu.Unlock()
 	switch {
-	case gap >= 0:
+	case hasGap:
 		return fmt.Errorf("history not served: block %d needs an archive endpoint", gap)
 	case quorumWait != nil:
 		return quorumWait

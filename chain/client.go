@@ -284,6 +284,9 @@ func (c *Client) BlockNumber(ctx context.Context) (uint64, error) {
 	if err := c.call(ctx, &head, "eth_blockNumber"); err != nil {
 		return 0, err
 	}
+	if head > MaxBlock {
+		return 0, c.badReply("eth_blockNumber", fmt.Errorf("%w: block number %d out of range", ErrBadReply, uint64(head)))
+	}
 	return uint64(head), nil
 }
 
@@ -603,7 +606,7 @@ func (h *rpcHeader) toHeader() (Header, error) {
 		return Header{}, fmt.Errorf("%w: block object lacks number, hash, parentHash or timestamp", ErrBadReply)
 	}
 	n := (*big.Int)(h.Number)
-	if !n.IsUint64() {
+	if !n.IsUint64() || n.Uint64() > MaxBlock {
 		return Header{}, fmt.Errorf("%w: block number %s out of range", ErrBadReply, n)
 	}
 	if *h.Hash == (common.Hash{}) {
@@ -631,8 +634,13 @@ func (h *rpcHeader) checked(want uint64) (Header, error) {
 	return hdr, nil
 }
 
+// MaxBlock is the highest block number chain hands out: a header, a log or
+// a head above it is a bad reply. It leaves every number chain returns
+// room in an int64, the ledger's type, with no check at the caller.
+const MaxBlock = 1 << 62
+
 func toInt64(n uint64) (int64, error) {
-	if n > 1<<62 {
+	if n > MaxBlock {
 		return 0, fmt.Errorf("%w: block number %d out of range", ErrBadReply, n)
 	}
 	return int64(n), nil

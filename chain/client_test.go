@@ -246,6 +246,33 @@ func TestTarget(t *testing.T) {
 	}
 }
 
+// TestBlockNumbersAboveMaxBlockAreBadReplies: no number above
+// chain.MaxBlock leaves chain, so callers keep block numbers in an int64
+// without a check of their own.
+func TestBlockNumbersAboveMaxBlockAreBadReplies(t *testing.T) {
+	t.Parallel()
+	reply := func(v any) func(string, []json.RawMessage) (any, error) {
+		return func(string, []json.RawMessage) (any, error) { return v, nil }
+	}
+	ctx := context.Background()
+	c, _ := startFake(t, reply(hexutil.Uint64(chain.MaxBlock+1)))
+	if got, err := c.BlockNumber(ctx); !errors.Is(err, chain.ErrBadReply) {
+		t.Fatalf("BlockNumber = %d, %v; want a bad reply", got, err)
+	}
+	c, _ = startFake(t, reply(header(chain.MaxBlock+1, hashOf(1), hashOf(0))))
+	if got, err := c.HeaderByNumber(ctx, chain.MaxBlock+1); !errors.Is(err, chain.ErrBadReply) {
+		t.Fatalf("HeaderByNumber = %+v, %v; want a bad reply", got, err)
+	}
+	c, _ = startFake(t, reply(hexutil.Uint64(chain.MaxBlock)))
+	if got, err := c.BlockNumber(ctx); err != nil || got != chain.MaxBlock {
+		t.Fatalf("BlockNumber at MaxBlock = %d, %v", got, err)
+	}
+	c, _ = startFake(t, reply(header(chain.MaxBlock, hashOf(1), hashOf(0))))
+	if got, err := c.HeaderByNumber(ctx, chain.MaxBlock); err != nil || got.Number != chain.MaxBlock {
+		t.Fatalf("HeaderByNumber at MaxBlock = %+v, %v", got, err)
+	}
+}
+
 type recordingObserver struct {
 	mu  sync.Mutex
 	got []string

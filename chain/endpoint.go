@@ -21,12 +21,13 @@ type endpointHealth struct {
 	downUntil time.Time
 	lastClass Class // of the last failed call, "" after a success
 	stuck     bool  // refused a one-block range
-	// prunedTo is the last block of a range the endpoint refused as pruned
-	// history: it is not asked for ranges starting at or below it. -1: none.
-	prunedTo int64
+	// prunedBelow is one past the last block of a range the endpoint
+	// refused as pruned history: it is not asked for ranges starting below
+	// it. 0: none refused.
+	prunedBelow uint64
 }
 
-func newEndpointHealth() endpointHealth { return endpointHealth{prunedTo: -1} }
+func newEndpointHealth() endpointHealth { return endpointHealth{} }
 
 // succeeded clears what a failure taught: the endpoint is usable again.
 func (h *endpointHealth) succeeded() {
@@ -52,11 +53,11 @@ func (h *endpointHealth) cooling(now time.Time) bool { return now.Before(h.downU
 
 // pruned records a refusal of a range ending at block to as pruned
 // history; the endpoint stays usable for newer blocks.
-func (h *endpointHealth) pruned(to uint64) { h.prunedTo = max(h.prunedTo, int64(to)) }
+func (h *endpointHealth) pruned(to uint64) { h.prunedBelow = max(h.prunedBelow, to+1) }
 
 // prunedFor reports whether the endpoint refused block from as pruned.
 func (h *endpointHealth) prunedFor(from uint64) bool {
-	return h.prunedTo >= 0 && uint64(h.prunedTo) >= from
+	return from < h.prunedBelow
 }
 
 // unusable is the readiness state of an endpoint that cannot serve as it

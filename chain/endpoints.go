@@ -90,9 +90,10 @@ type Endpoints struct {
 	// sizer sizes eth_getLogs ranges: each endpoint's limit within the
 	// chain's log density (the same whichever endpoint serves).
 	sizer rangeSizer
-	// gap is the first block no endpoint serves (each asked said pruned),
-	// or -1; it clears once a range from there is read.
-	gap int64
+	// gap is the first block no endpoint serves (each asked said pruned)
+	// while hasGap; it clears once a range from there is read.
+	gap    uint64
+	hasGap bool
 	// quorumWait is set while fewer endpoints answer than the quorum
 	// needs; quorumSplit while they disagree on a range. Readiness says so.
 	quorumWait, quorumSplit error
@@ -129,7 +130,7 @@ func NewEndpoints(clients []*Client, cfg EndpointsConfig, obs EndpointsObserver,
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	e := &Endpoints{cfg: cfg, obs: obs, log: log, highest: -1, sizer: newRangeSizer(cfg), gap: -1}
+	e := &Endpoints{cfg: cfg, obs: obs, log: log, highest: -1, sizer: newRangeSizer(cfg)}
 	for _, c := range clients {
 		e.eps = append(e.eps, &endpoint{c: c, size: e.sizer.newLimit(), health: newEndpointHealth()})
 	}

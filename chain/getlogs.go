@@ -55,7 +55,7 @@ func (e *Endpoints) BurnRange(ctx context.Context, contracts []common.Address, f
 		}
 		e.mu.Lock()
 		e.activate(ep)
-		e.gap = -1
+		e.hasGap = false
 		e.mu.Unlock()
 		return r, nil
 	}
@@ -80,8 +80,8 @@ func (e *Endpoints) anyPrunedFor(from uint64) bool { return len(e.prunedFor(from
 // once per block and readiness reports it.
 func (e *Endpoints) historyGap(from uint64, last error) error {
 	e.mu.Lock()
-	first := e.gap != int64(from)
-	e.gap = int64(from)
+	first := !e.hasGap || e.gap != from
+	e.gap, e.hasGap = from, true
 	e.mu.Unlock()
 	err := &Error{Class: ClassPruned, Endpoint: e.String(), Method: "eth_getLogs",
 		Err: fmt.Errorf("block %d: %w (every endpoint of RPC_URL that was asked has pruned it; add an archive endpoint to RPC_URL): %w", from, ErrHistoryUnavailable, last)}

@@ -95,7 +95,7 @@ func (e *Endpoints) quorumRange(ctx context.Context, contracts []common.Address,
 			e.dissent(answers, answers[i].sum, from, to)
 			e.mu.Lock()
 			e.activate(answers[i].ep)
-			e.quorumSplit, e.gap = nil, -1
+			e.quorumSplit, e.hasGap = nil, false
 			e.mu.Unlock()
 			return answers[i].r, nil
 		}

@@ -260,7 +260,7 @@ func TestEndpointHealth(t *testing.T) {
 	h.pruned(100)
 	h.pruned(50) // an older refusal does not lower it
 	if !h.prunedFor(100) || !h.prunedFor(0) || h.prunedFor(101) {
-		t.Fatalf("pruned to %d: want blocks up to 100 passed over, 101 asked", h.prunedTo)
+		t.Fatalf("pruned below %d: want blocks up to 100 passed over, 101 asked", h.prunedBelow)
 	}
 	h.failed(ClassRangeLimit, now.Add(time.Minute))
 	h.stuck = true

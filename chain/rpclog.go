@@ -46,6 +46,9 @@ func toLogs(raw []rpcLog) ([]types.Log, error) {
 		}
 		l := types.Log{Address: *r.Address, Topics: r.Topics, Data: *r.Data, TxHash: *r.TxHash}
 		if r.BlockNumber != nil {
+			if *r.BlockNumber > MaxBlock {
+				return nil, fmt.Errorf("%w: log %d of the reply is in block %d, out of range", ErrBadReply, i, uint64(*r.BlockNumber))
+			}
 			l.BlockNumber = uint64(*r.BlockNumber)
 		}
 		if r.TxIndex != nil {

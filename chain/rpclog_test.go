@@ -3,6 +3,7 @@ package chain
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"reflect"
 	"strings"
@@ -76,5 +77,28 @@ func TestRPCLogRequiresWhatTypesLogRequires(t *testing.T) {
 				t.Fatalf("toLogs = %v, want a bad reply naming %s", err, missing)
 			}
 		})
+	}
+}
+
+// TestRPCLogAboveMaxBlockIsABadReply: a log's block number above MaxBlock
+// never leaves chain; MaxBlock itself does.
+func TestRPCLogAboveMaxBlockIsABadReply(t *testing.T) {
+	t.Parallel()
+	doc := func(n uint64) []byte {
+		return fmt.Appendf(nil, `[{"address":"0x0100000000000000000000000000000000000000","topics":[],"data":"0x",`+
+			`"transactionHash":"0x0400000000000000000000000000000000000000000000000000000000000000","blockNumber":"%#x"}]`, n)
+	}
+	for _, tt := range []struct {
+		block uint64
+		bad   bool
+	}{{MaxBlock, false}, {MaxBlock + 1, true}, {1<<64 - 1, true}} {
+		var raw []rpcLog
+		if err := json.Unmarshal(doc(tt.block), &raw); err != nil {
+			t.Fatal(err)
+		}
+		logs, err := toLogs(raw)
+		if tt.bad != errors.Is(err, ErrBadReply) || (!tt.bad && logs[0].BlockNumber != tt.block) {
+			t.Fatalf("toLogs of a log in block %d = %v, %v", tt.block, logs, err)
+		}
 	}
 }

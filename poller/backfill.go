@@ -21,7 +21,7 @@ import (
 type BackfillConfig struct {
 	// ID is the backfill's own cursor row; see BackfillID.
 	ID   string
-	From uint64
+	From int64
 	// To is the last block, or -1 for the finality target at start.
 	To int64
 	// Chunk is the most blocks per transaction. Zero means as the live loop
@@ -43,7 +43,7 @@ type BackfillConfig struct {
 // BackfillProgress is where a backfill stands.
 type BackfillProgress struct {
 	CursorID   string  `json:"cursor_id"`
-	From       uint64  `json:"from"`
+	From       int64   `json:"from"`
 	To         int64   `json:"to"`
 	Done       int64   `json:"blocks_done"`
 	Total      int64   `json:"blocks_total"`
@@ -81,7 +81,7 @@ const maxCursorID = 200
 // <contracts> 8 hex digits of the sorted contracts' sha256; when that is too
 // long for a cursor id, as much of it as fits followed by a hash of the
 // whole.
-func BackfillID(group string, contracts []common.Address, from uint64, to string) string {
+func BackfillID(group string, contracts []common.Address, from int64, to string) string {
 	if len(contracts) != 1 || !strings.HasSuffix(group, ":"+lowerHex(contracts[0])) {
 		set := lowerHexes(contracts)
 		slices.Sort(set)
@@ -91,8 +91,8 @@ func BackfillID(group string, contracts []common.Address, from uint64, to string
 	return backfillID(group, from, to)
 }
 
-func backfillID(group string, from uint64, to string) string {
-	id := "backfill:" + group + ":" + strconv.FormatUint(from, 10) + "-" + to
+func backfillID(group string, from int64, to string) string {
+	id := "backfill:" + group + ":" + strconv.FormatInt(from, 10) + "-" + to
 	if len(id) <= maxCursorID {
 		return id
 	}
@@ -183,17 +183,17 @@ func startBackfill(ctx context.Context, w *Writer, cfg *BackfillConfig) (Backfil
 	if cfg.To > target.Block {
 		return prog, fmt.Errorf("%w: block %d, target %d", ErrNotFinal, cfg.To, target.Block)
 	}
-	if int64(cfg.From) > cfg.To {
+	if cfg.From > cfg.To {
 		return prog, fmt.Errorf("empty range: from %d is after to %d", cfg.From, cfg.To)
 	}
-	prog.Total = cfg.To - int64(cfg.From) + 1
+	prog.Total = cfg.To - cfg.From + 1
 
-	cur, err := w.Seed(ctx, cfg.ID, int64(cfg.From)-1)
+	cur, err := w.Seed(ctx, cfg.ID, cfg.From-1)
 	if err != nil {
 		return prog, interrupted(ctx, err)
 	}
 	if cfg.Restart {
-		res, err := w.Reset(ctx, cfg.ID, int64(cfg.From)-1, ResetOptions{})
+		res, err := w.Reset(ctx, cfg.ID, cfg.From-1, ResetOptions{})
 		if errors.Is(err, ErrCursorLocked) {
 			return prog, fmt.Errorf("%w (cursor %q)", ErrBackfillBusy, cfg.ID)
 		}
@@ -203,18 +203,18 @@ func startBackfill(ctx context.Context, w *Writer, cfg *BackfillConfig) (Backfil
 		cur.Block, cur.Hash = res.To, res.Hash
 		w.log.Info("backfill restarted from the beginning", slog.String("cursor_id", cfg.ID))
 	}
-	prog.Resumed = cur.Block >= int64(cfg.From)
+	prog.Resumed = cur.Block >= cfg.From
 	if prog.Resumed {
 		w.log.Info("resuming backfill", slog.String("cursor_id", cfg.ID), slog.Int64("cursor", cur.Block))
 	}
-	prog.Done = max(min(cur.Block, cfg.To)-int64(cfg.From)+1, 0)
+	prog.Done = max(min(cur.Block, cfg.To)-cfg.From+1, 0)
 	prog.DoneBefore = prog.Done
 	return prog, nil
 }
 
 // add counts a committed chunk.
-func (p *BackfillProgress) add(res Totals, from uint64) {
-	p.Done = res.To - int64(from) + 1
+func (p *BackfillProgress) add(res Totals, from int64) {
+	p.Done = res.To - from + 1
 	p.Logs += int64(res.Logs)
 	p.Inserted += res.Inserted
 	p.Duplicates += res.Duplicates

@@ -17,7 +17,7 @@ type Contract struct {
 	Address common.Address
 	// From is the contract's first block (BURN_CONTRACT's @block) when
 	// HasFrom; otherwise the group's START_BLOCK stands for it.
-	From    uint64
+	From    int64
 	HasFrom bool
 }
 
@@ -38,8 +38,8 @@ func ParseContracts(s string, check func(string) error) ([]Contract, error) {
 		}
 		c := Contract{Address: common.HexToAddress(addr), HasFrom: hasFrom}
 		if hasFrom {
-			n, err := strconv.ParseUint(block, 10, 64)
-			if err != nil || n > 1<<62 {
+			n, err := strconv.ParseInt(block, 10, 64)
+			if err != nil || n < 0 || n > 1<<62 {
 				return nil, fmt.Errorf("contract %d: %q after @ is not a block number", i+1, block)
 			}
 			c.From = n
@@ -66,7 +66,7 @@ func Addresses(cs []Contract) []common.Address {
 }
 
 // FirstBlock is where contract c's history starts: its @block, else start.
-func (c Contract) FirstBlock(start uint64) uint64 {
+func (c Contract) FirstBlock(start int64) int64 {
 	if c.HasFrom {
 		return c.From
 	}
@@ -75,7 +75,7 @@ func (c Contract) FirstBlock(start uint64) uint64 {
 
 // GroupStart is the first block of a new group: the earliest first block of
 // its contracts.
-func GroupStart(cs []Contract, start uint64) uint64 {
+func GroupStart(cs []Contract, start int64) int64 {
 	first := cs[0].FirstBlock(start)
 	for _, c := range cs[1:] {
 		first = min(first, c.FirstBlock(start))

@@ -23,7 +23,7 @@ func toPayments(chainID uint64, burns []chain.Burn) ([]payments.Payment, error) 
 	})
 	ps := make([]payments.Payment, len(burns))
 	for i, b := range burns {
-		if b.LogIndex > 1<<31-1 || b.BlockNumber > 1<<62 {
+		if b.LogIndex > 1<<31-1 || b.BlockNumber > chain.MaxBlock {
 			return nil, fmt.Errorf("%w: burn in tx %s: log index %d or block %d out of range", chain.ErrBadReply, b.TxHash.Hex(), b.LogIndex, b.BlockNumber)
 		}
 		ps[i] = payments.Payment{
@@ -31,7 +31,7 @@ func toPayments(chainID uint64, burns []chain.Burn) ([]payments.Payment, error) 
 			Contract:    lowerHex(b.Contract),
 			TxHash:      b.TxHash.Hex(),
 			LogIndex:    uint32(b.LogIndex),
-			BlockNumber: int64(b.BlockNumber),
+			BlockNumber: ledgerBlock(b.BlockNumber),
 			BlockHash:   b.BlockHash.Hex(),
 			Payer:       lowerHex(b.Payer),
 			Digest:      b.Digest.Hex(),
@@ -50,7 +50,7 @@ func toRejected(chainID uint64, rs []chain.Rejected) ([]payments.RejectedLog, er
 		if err != nil {
 			return nil, fmt.Errorf("encoding rejected log: %w", err)
 		}
-		if r.Log.Index > 1<<31-1 || r.Log.BlockNumber > 1<<62 {
+		if r.Log.Index > 1<<31-1 || r.Log.BlockNumber > chain.MaxBlock {
 			return nil, fmt.Errorf("%w: rejected log in tx %s: log index %d or block %d out of range", chain.ErrBadReply, r.Log.TxHash.Hex(), r.Log.Index, r.Log.BlockNumber)
 		}
 		out[i] = payments.RejectedLog{
@@ -58,13 +58,30 @@ func toRejected(chainID uint64, rs []chain.Rejected) ([]payments.RejectedLog, er
 			Contract:    lowerHex(r.Log.Address),
 			TxHash:      r.Log.TxHash.Hex(),
 			LogIndex:    uint32(r.Log.Index),
-			BlockNumber: int64(r.Log.BlockNumber),
+			BlockNumber: ledgerBlock(r.Log.BlockNumber),
 			BlockHash:   r.Log.BlockHash.Hex(),
 			Raw:         raw,
 			Reason:      r.Reason,
 		}
 	}
 	return out, nil
+}
+
+// Block numbers cross here, and only here, between chain, which counts
+// them as the node does (uint64), and the ledger and this package, which
+// count them as Postgres does (int64; a cursor at -1 has recorded nothing
+// yet). chain hands out no number above chain.MaxBlock and asks are never
+// below 0, so neither conversion can wrap.
+
+// ledgerBlock is node block number n as the ledger counts it.
+func ledgerBlock(n uint64) int64 { return int64(n) }
+
+// nodeBlock is ledger block number n (n >= 0) as the node counts it.
+func nodeBlock(n int64) uint64 { return uint64(n) }
+
+// ends are the first and last blocks of r as the ledger counts them.
+func ends(r chain.Range) (from, to int64) {
+	return ledgerBlock(r.From.Number), ledgerBlock(r.To.Number)
 }
 
 // lowerHex is an address as the ledger stores it: lowercase 0x hex. (Hex()

@@ -32,7 +32,7 @@ func (h *harness) groupWriter(allowRemoval bool, contracts ...common.Address) *p
 	h.t.Helper()
 	cfg := h.wcfg
 	cfg.Contracts = contracts
-	cfg.Group = &poller.GroupConfig{CursorID: "test", FirstBlocks: make([]uint64, len(contracts)), AllowRemoval: allowRemoval}
+	cfg.Group = &poller.GroupConfig{CursorID: "test", FirstBlocks: make([]int64, len(contracts)), AllowRemoval: allowRemoval}
 	w := poller.NewWriter(cfg, h.store, h.node, nil, h.log)
 	if _, err := w.Seed(context.Background(), "test", -1); err != nil {
 		h.t.Fatal(err)
@@ -72,7 +72,7 @@ func TestRemovedContractsPendingBurnsAreResolved(t *testing.T) {
 			if shared {
 				other := h.wcfg
 				other.Contracts = []common.Address{otherContract}
-				other.Group = &poller.GroupConfig{CursorID: "other", FirstBlocks: []uint64{0}}
+				other.Group = &poller.GroupConfig{CursorID: "other", FirstBlocks: []int64{0}}
 				ow := poller.NewWriter(other, h.store, node, nil, h.log)
 				if _, err := ow.Seed(ctx, "other", -1); err != nil {
 					t.Fatal(err)
@@ -460,7 +460,7 @@ func TestGroupKeepsItsIdentityWhenItsFirstContractGoes(t *testing.T) {
 	}
 	cfg := h.wcfg
 	cfg.Contracts = []common.Address{burnContract, otherContract}
-	cfg.Group = &poller.GroupConfig{CursorID: idA, FirstBlocks: []uint64{0, 0}}
+	cfg.Group = &poller.GroupConfig{CursorID: idA, FirstBlocks: []int64{0, 0}}
 	w := poller.NewWriter(cfg, h.store, node, nil, h.log)
 	if _, err := w.Seed(ctx, idA, -1); err != nil {
 		t.Fatal(err)
@@ -473,7 +473,7 @@ func TestGroupKeepsItsIdentityWhenItsFirstContractGoes(t *testing.T) {
 		t.Fatalf("A,B resolve to %q, %v; want %q", id, err, idA)
 	}
 	// A second group follows B too: which one is meant is not known.
-	cfg.Contracts, cfg.Group = []common.Address{otherContract}, &poller.GroupConfig{CursorID: "second", FirstBlocks: []uint64{0}}
+	cfg.Contracts, cfg.Group = []common.Address{otherContract}, &poller.GroupConfig{CursorID: "second", FirstBlocks: []int64{0}}
 	w2 := poller.NewWriter(cfg, h.store, node, nil, h.log)
 	if _, err := w2.Seed(ctx, "second", -1); err != nil {
 		t.Fatal(err)

@@ -53,7 +53,7 @@ type HeadTotals struct {
 // finality target; otherwise, or when the lock is held elsewhere, it
 // returns errHeadSkipped. It never moves the cursor or writes payments: a
 // failure leaves the ledger as it was.
-func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint64) (HeadTotals, error) {
+func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks int64) (HeadTotals, error) {
 	t, err := w.Begin(stop, ctx, id)
 	if errors.Is(err, payments.ErrLockTimeout) {
 		return HeadTotals{}, errHeadSkipped
@@ -77,18 +77,19 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 	if err != nil {
 		return HeadTotals{}, fmt.Errorf("reading the head: %w", err)
 	}
-	if int64(head.Number) < cur.Block {
+	headBlock := ledgerBlock(head.Number)
+	if headBlock < cur.Block {
 		// A node behind what the ledger holds (lagging, or in the
 		// middle of a reorg) says nothing about the blocks above.
 		return HeadTotals{}, errHeadSkipped
 	}
-	top := min(int64(head.Number), cur.Block+int64(maxBlocks))
+	top := min(headBlock, cur.Block+maxBlocks)
 	scan, err := t.tx.HeadScan(ctx, id)
 	if err != nil {
 		return HeadTotals{}, err
 	}
 	from, after := headStart(cur, scan, head, top)
-	span := int64(max(1, min(w.node.Span(), w.cfg.MaxBlockRange)))
+	span := ledgerBlock(max(1, min(w.node.Span(), w.cfg.MaxBlockRange)))
 	to := min(top, from+span-1)
 	res := HeadTotals{From: from, To: to, Head: head, Behind: to < top}
 
@@ -135,7 +136,7 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks uint6
 			return HeadTotals{}, err
 		}
 	}
-	if err := t.tx.SetHead(ctx, w.cfg.ChainID, int64(head.Number), hashHex(head.Hash)); err != nil {
+	if err := t.tx.SetHead(ctx, w.cfg.ChainID, ledgerBlock(head.Number), hashHex(head.Hash)); err != nil {
 		return HeadTotals{}, err
 	}
 	totals, err := t.Commit(ctx)
@@ -189,7 +190,7 @@ func headStart(cur payments.Cursor, scan payments.HeadScan, head chain.Header, t
 	switch {
 	case scan.Block <= cur.Block || scan.Block > top:
 		return cur.Block + 1, cur.Hash
-	case scan.Block == int64(head.Number) && hashHex(head.Hash) != scan.Hash:
+	case scan.Block == ledgerBlock(head.Number) && hashHex(head.Hash) != scan.Hash:
 		return cur.Block + 1, cur.Hash
 	}
 	return scan.Block + 1, scan.Hash

@@ -125,7 +125,7 @@ func track(t *testing.T, w *poller.Writer, id string) poller.HeadTotals {
 	return res
 }
 
-func trackAll(w *poller.Writer, id string, maxBlocks uint64) (poller.HeadTotals, error) {
+func trackAll(w *poller.Writer, id string, maxBlocks int64) (poller.HeadTotals, error) {
 	ctx := context.Background()
 	var sum poller.HeadTotals
 	for i := 0; ; i++ {

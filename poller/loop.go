@@ -25,7 +25,7 @@ import (
 // behind it.
 type LoopConfig struct {
 	CursorID     string
-	StartBlock   uint64
+	StartBlock   int64
 	PollInterval time.Duration
 	// DrainTimeout is how long an in-flight transaction may go on after
 	// Run's context is cancelled before it is rolled back.
@@ -34,7 +34,7 @@ type LoopConfig struct {
 	MaxBackoff time.Duration
 	// RescanDepth is how many committed blocks below the cursor a rescan
 	// re-reads; zero disables rescans.
-	RescanDepth uint64
+	RescanDepth int64
 	// RescanInterval is the least time between rescans.
 	RescanInterval time.Duration
 	// UntilCaughtUp makes Run return once the cursor has reached the target.
@@ -46,7 +46,7 @@ type LoopConfig struct {
 	// keeps pending_payments equal to the burns between the target and the
 	// head, at most PendingMaxBlocks above the target.
 	Pending          bool
-	PendingMaxBlocks uint64
+	PendingMaxBlocks int64
 }
 
 // LoopSignals tell a test what the loop did; they are off unless a test
@@ -317,7 +317,7 @@ func (l *Loop) yield(cur payments.Cursor) bool {
 // seed creates the cursor row at START_BLOCK-1 unless it exists, retrying
 // while the database or the node is unreachable.
 func (l *Loop) seed(ctx context.Context) error {
-	start := int64(l.cfg.StartBlock) - 1
+	start := l.cfg.StartBlock - 1
 	_, err := backoff.Retry(ctx, func() (payments.Cursor, error) {
 		l.beat.Beat()
 		c, err := l.w.Seed(ctx, l.cfg.CursorID, start)
@@ -326,7 +326,7 @@ func (l *Loop) seed(ctx context.Context) error {
 		}
 		if c.Block != start {
 			l.log.Info("cursor exists; START_BLOCK does not move it",
-				slog.String("cursor_id", c.ID), slog.Int64("cursor_block", c.Block), slog.Uint64("start_block", l.cfg.StartBlock))
+				slog.String("cursor_id", c.ID), slog.Int64("cursor_block", c.Block), slog.Int64("start_block", l.cfg.StartBlock))
 		}
 		l.metrics.cursor(c.Block)
 		return c, nil
@@ -380,7 +380,7 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 		// behind it may lack the block or sit on a minority fork.
 		rescan := target.Block >= cur.Block && l.rescanDue(cur)
 		if rescan {
-			if _, err := tx.Rescan(ctx, max(cur.Block-int64(l.cfg.RescanDepth)+1, int64(l.cfg.StartBlock))); err != nil {
+			if _, err := tx.Rescan(ctx, max(cur.Block-l.cfg.RescanDepth+1, l.cfg.StartBlock)); err != nil {
 				return outIdle, err
 			}
 		}
@@ -429,7 +429,7 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 // rescans once per interval however many replicas it has, whatever their
 // clocks say.
 func (l *Loop) rescanDue(cur payments.Cursor) bool {
-	return l.cfg.RescanDepth > 0 && cur.Block >= int64(l.cfg.StartBlock) &&
+	return l.cfg.RescanDepth > 0 && cur.Block >= l.cfg.StartBlock &&
 		(cur.RescannedAt.IsZero() || cur.Now.Sub(cur.RescannedAt) >= l.cfg.RescanInterval)
 }
 

@@ -101,7 +101,7 @@ func (b *MemberBackfiller) setState(pending []payments.Member) {
 
 // MemberBackfillID is the backfill cursor of member contract of group.
 func MemberBackfillID(group, contract string, first, liveFrom int64) string {
-	return backfillID(group+"+"+contract, uint64(first), strconv.FormatInt(liveFrom-1, 10))
+	return backfillID(group+"+"+contract, first, strconv.FormatInt(liveFrom-1, 10))
 }
 
 func (b *MemberBackfiller) backfill(ctx context.Context, group string, m payments.Member) {
@@ -114,7 +114,7 @@ func (b *MemberBackfiller) backfill(ctx context.Context, group string, m payment
 	log.Info("backfilling the history of a contract added to the group",
 		slog.Int64("from", m.FirstBlock), slog.Int64("to", m.LiveFrom-1))
 	var lastLog time.Time
-	prog, err := Backfill(ctx, mw, BackfillConfig{ID: id, From: uint64(m.FirstBlock), To: m.LiveFrom - 1,
+	prog, err := Backfill(ctx, mw, BackfillConfig{ID: id, From: m.FirstBlock, To: m.LiveFrom - 1,
 		Progress: func(p BackfillProgress) {
 			b.w.metrics.memberBackfill(m.Contract, p.Total-p.Done)
 			if time.Since(lastLog) >= 10*time.Second || p.Done >= p.Total {

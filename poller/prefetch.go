@@ -128,7 +128,7 @@ func (p *prefetcher) Next(ctx context.Context) (chain.Range, error) {
 	if err := checkSpan(head.r, head.from, head.to); err != nil {
 		return chain.Range{}, err
 	}
-	if end := int64(head.r.To.Number); end < head.to {
+	if _, end := ends(head.r); end < head.to {
 		// Short of the plan: the node learned a smaller range (a
 		// provider's limit), and the ranges planned after this one were
 		// planned too large as well. They are dropped and the blocks
@@ -199,7 +199,7 @@ func (p *prefetcher) launch(from, to int64) *planned {
 		defer close(pl.done)
 		defer cancel()
 		start := time.Now()
-		pl.r, pl.err = p.src.BurnRange(ctx, p.contracts, uint64(from), uint64(to))
+		pl.r, pl.err = p.src.BurnRange(ctx, p.contracts, nodeBlock(from), nodeBlock(to))
 		pl.took = time.Since(start)
 	})
 	return pl

@@ -138,18 +138,19 @@ func (r *rangeReader) Next(ctx context.Context) (chain.Range, error) {
 	if err != nil {
 		return chain.Range{}, err
 	}
-	parent, last := hashHex(rg.From.ParentHash), int64(rg.To.Number)
+	first, last := ends(rg)
+	parent := hashHex(rg.From.ParentHash)
 	led := r.ledger
 	switch {
 	case led.Hash != "" && led.Block == r.next-1 && parent != led.Hash:
 		return chain.Range{}, &ViolationError{Cursor: led, Block: led.Block, Committed: led.Hash,
-			ChainHash: parent, SeenAt: rg.From.Number}
+			ChainHash: parent, SeenAt: first}
 	case r.prev != "" && parent != r.prev:
 		return chain.Range{}, fmt.Errorf("%w: block %d's parent is %s, but block %d was %s a moment ago",
 			chain.ErrBadReply, rg.From.Number, parent, r.next-1, r.prev)
 	case led.Hash != "" && led.Block == last && hashHex(rg.To.Hash) != led.Hash:
 		return chain.Range{}, &ViolationError{Cursor: led, Block: led.Block, Committed: led.Hash,
-			ChainHash: hashHex(rg.To.Hash), SeenAt: rg.To.Number}
+			ChainHash: hashHex(rg.To.Hash), SeenAt: last}
 	}
 	r.prev, r.next = hashHex(rg.To.Hash), last+1
 	return rg, nil

@@ -177,7 +177,7 @@ func (w *Writer) canonicalHashes(ctx context.Context, blocks []int64, hashes map
 	var need []uint64
 	for _, n := range blocks {
 		if _, ok := hashes[n]; !ok && n >= 0 {
-			need = append(need, uint64(n))
+			need = append(need, nodeBlock(n))
 		}
 	}
 	for chunk := range slices.Chunk(need, hashBatch) {
@@ -189,7 +189,7 @@ func (w *Writer) canonicalHashes(ctx context.Context, blocks []int64, hashes map
 			return fmt.Errorf("reading blocks %d to %d from the node: %w", chunk[0], chunk[len(chunk)-1], err)
 		}
 		for _, n := range chunk {
-			hashes[int64(n)] = hashHex(hs[n].Hash)
+			hashes[ledgerBlock(n)] = hashHex(hs[n].Hash)
 		}
 	}
 	return nil

@@ -166,7 +166,7 @@ func TestBackfillIDFitsACursorID(t *testing.T) {
 	tests := []struct {
 		name, group, to string
 		contracts       []common.Address
-		from            uint64
+		from            int64
 		want            string
 	}{
 		{"the default group of one contract", "1337:0x00000000000000000000000000000000000000a1", "90", one, 10,

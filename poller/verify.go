@@ -152,7 +152,7 @@ type verifyRun struct {
 // of its blocks.
 func (vr *verifyRun) compareRange(ctx context.Context, r chain.Range) error {
 	v, rep := vr.v, vr.rep
-	next, end := int64(r.From.Number), int64(r.To.Number)
+	next, end := ends(r)
 	onChain, err := toPayments(v.chainID, r.Burns)
 	if err != nil {
 		return err

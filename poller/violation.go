@@ -30,7 +30,7 @@ type ViolationError struct {
 	Committed string
 	ChainHash string
 	// SeenAt is the block whose header showed it.
-	SeenAt uint64
+	SeenAt int64
 	// Payment is set when a recorded payment is what the chain contradicts;
 	// OnChain is then the canonical burn with its key, or nil if the chain
 	// has none.
@@ -49,7 +49,7 @@ func (e *ViolationError) Error() string {
 			ErrFinalityViolation, e.Payment.ID, e.Payment.TxHash, e.Payment.LogIndex, e.Payment.BlockNumber,
 			e.Payment.BlockHash, e.Payment.Amount, chainSide)
 	}
-	if e.SeenAt == uint64(e.Block) {
+	if e.SeenAt == e.Block {
 		return fmt.Sprintf("%v: cursor %q was committed at block %d with hash %s, but that block's hash is now %s",
 			ErrFinalityViolation, e.Cursor.ID, e.Block, e.Committed, e.ChainHash)
 	}
@@ -65,7 +65,7 @@ func LogViolation(ctx context.Context, log *slog.Logger, v *ViolationError) {
 	attrs := []any{
 		slog.String("cursor_id", v.Cursor.ID), slog.Int64("block", v.Block),
 		slog.String("committed_hash", v.Committed), slog.String("chain_hash", v.ChainHash),
-		slog.Uint64("seen_at_block", v.SeenAt),
+		slog.Int64("seen_at_block", v.SeenAt),
 	}
 	msg := "finality violation: the chain no longer contains the committed cursor block; not advancing until the cursor is reset (poller cursor reset --to N)"
 	if p := v.Payment; p != nil {

@@ -67,7 +67,7 @@ type GroupConfig struct {
 	// contracts instead (see ResolveGroup).
 	DefaultID bool
 	// FirstBlocks are the first blocks of Contracts, in the same order.
-	FirstBlocks []uint64
+	FirstBlocks []int64
 	// AllowRemoval lets this writer stop the group following a contract
 	// its Contracts lack (ALLOW_CONTRACT_REMOVAL); otherwise it refuses to
 	// write.
@@ -237,7 +237,7 @@ func (t *RangeTx) syncMembers(ctx context.Context) error {
 	w, g := t.w, t.w.cfg.Group
 	want := make([]payments.MemberSpec, len(w.cfg.Contracts))
 	for i, c := range w.cfg.Contracts {
-		want[i] = payments.MemberSpec{Contract: lowerHex(c), FirstBlock: int64(g.FirstBlocks[i])}
+		want[i] = payments.MemberSpec{Contract: lowerHex(c), FirstBlock: g.FirstBlocks[i]}
 	}
 	members, removed, err := t.tx.SyncMembers(ctx, t.cur, w.cfg.ChainID, want, g.AllowRemoval)
 	if err != nil {
@@ -261,11 +261,11 @@ func (t *RangeTx) syncMembers(ctx context.Context) error {
 
 // hashOf is block n's canonical hash, from the node.
 func (w *Writer) hashOf(ctx context.Context, n int64) (string, error) {
-	hs, err := w.node.Headers(ctx, []uint64{uint64(n)})
+	hs, err := w.node.Headers(ctx, []uint64{nodeBlock(n)})
 	if err != nil {
 		return "", fmt.Errorf("reading block %d from the node: %w", n, err)
 	}
-	return hashHex(hs[uint64(n)].Hash), nil
+	return hashHex(hs[nodeBlock(n)].Hash), nil
 }
 
 // finalHash is block n's canonical hash when the node can prove it final
@@ -441,7 +441,7 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 		t.totals.Rejected += got.rejected
 		t.totals.Inserted += got.inserted
 		t.totals.Duplicates += got.duplicates
-		end = int64(r.To.Number)
+		_, end = ends(r)
 		if end >= to || !ranges.Ready() || !time.Now().Before(deadline) {
 			break
 		}
@@ -456,8 +456,8 @@ func (t *RangeTx) Advance(ctx context.Context, to int64, budget time.Duration) (
 // checkSpan returns a bad reply unless r starts at block from and ends
 // within [from, maxTo].
 func checkSpan(r chain.Range, from, maxTo int64) error {
-	if last := int64(r.To.Number); r.From.Number != uint64(from) || last < from || last > maxTo {
-		return fmt.Errorf("%w: asked for blocks from %d to at most %d, got [%d, %d]", chain.ErrBadReply, from, maxTo, r.From.Number, last)
+	if first, last := ends(r); first != from || last < from || last > maxTo {
+		return fmt.Errorf("%w: asked for blocks from %d to at most %d, got [%d, %d]", chain.ErrBadReply, from, maxTo, first, last)
 	}
 	return nil
 }
@@ -529,7 +529,8 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range, contracts []string)
 // settlePending removes the pending rows of r's blocks and of r's burns and
 // retracts those whose position (block hash) r does not hold.
 func (t *RangeTx) settlePending(ctx context.Context, r chain.Range, ps []payments.Payment, contracts []string) error {
-	taken, err := t.tx.TakePending(ctx, t.w.cfg.ChainID, contracts, int64(r.From.Number), int64(r.To.Number), ps)
+	from, to := ends(r)
+	taken, err := t.tx.TakePending(ctx, t.w.cfg.ChainID, contracts, from, to, ps)
 	if err != nil {
 		return err
 	}
@@ -568,7 +569,8 @@ func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.
 			txs = append(txs, p.TxHash)
 		}
 	}
-	rows, err := t.tx.LedgerRows(ctx, t.w.cfg.ChainID, contracts, int64(r.From.Number), int64(r.To.Number), txs)
+	from, to := ends(r)
+	rows, err := t.tx.LedgerRows(ctx, t.w.cfg.ChainID, contracts, from, to, txs)
 	if err != nil {
 		return err
 	}
@@ -590,7 +592,7 @@ func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.
 				chain.ErrBadReply, row.ID, row.TxHash, row.LogIndex, row.BlockNumber, chainHash, r.From.Number, r.To.Number)
 		}
 		return &ViolationError{Cursor: t.cur, Block: row.BlockNumber, Committed: row.BlockHash, ChainHash: chainHash,
-			SeenAt: r.To.Number, Payment: row, OnChain: c}
+			SeenAt: ledgerBlock(r.To.Number), Payment: row, OnChain: c}
 	}
 	return nil
 }
@@ -656,14 +658,14 @@ func (w *Writer) knownHash(n int64) (string, bool) {
 // it, else one FetchHashes read before this transaction; otherwise an
 // errNeedHashes, and nothing is written.
 func (t *RangeTx) canonicalHash(_ context.Context, r chain.Range, n int64) (string, error) {
-	switch {
-	case n == int64(r.From.Number):
+	switch from, to := ends(r); n {
+	case from:
 		return hashHex(r.From.Hash), nil
-	case n == int64(r.To.Number):
+	case to:
 		return hashHex(r.To.Hash), nil
 	}
 	for _, b := range r.Burns {
-		if int64(b.BlockNumber) == n {
+		if ledgerBlock(b.BlockNumber) == n {
 			return hashHex(b.BlockHash), nil
 		}
 	}
@@ -692,7 +694,7 @@ func (t *RangeTx) hintDensity(ctx context.Context) {
 		t.w.log.Debug("reading the ledger's log density", slog.Any("err", err))
 		return
 	}
-	t.w.node.HintDensity(uint64(cur.Block-from+1), n)
+	t.w.node.HintDensity(nodeBlock(cur.Block-from+1), n)
 }
 
 // NextRange returns the next block range after cursor, at most maxRange

@@ -58,8 +58,8 @@ func (b *blockArg) Set(s string) error {
 }
 
 // rangeFlags parses --from N --to M|finalized, shared by backfill and verify.
-func rangeFlags(fs *flag.FlagSet) (from *uint64, to *blockArg) {
-	from = fs.Uint64("from", 0, "first block")
+func rangeFlags(fs *flag.FlagSet) (from *int64, to *blockArg) {
+	from = fs.Int64("from", 0, "first block")
 	to = &blockArg{}
 	fs.Var(to, "to", `last block, or "finalized" for the finality target now`)
 	return from, to
@@ -68,7 +68,7 @@ func rangeFlags(fs *flag.FlagSet) (from *uint64, to *blockArg) {
 // rangeCommand parses fs (with rangeFlags) and starts the command, printing
 // every problem of the flags and the configuration, one line each; it
 // returns nil and exit code 2 when there were any.
-func rangeCommand(fs *flag.FlagSet, args []string, from *uint64, to *blockArg, stderr io.Writer) (*command, int) {
+func rangeCommand(fs *flag.FlagSet, args []string, from *int64, to *blockArg, stderr io.Writer) (*command, int) {
 	if err := fs.Parse(args); err != nil {
 		return nil, exitUsage
 	}
@@ -76,9 +76,12 @@ func rangeCommand(fs *flag.FlagSet, args []string, from *uint64, to *blockArg, s
 	if fs.NArg() > 0 {
 		problems = append(problems, fmt.Sprintf("%s: unexpected arguments %q", fs.Name(), fs.Args()))
 	}
+	if *from < 0 || *from > 1<<62 {
+		problems = append(problems, fmt.Sprintf("%s: --from %d is not a block number", fs.Name(), *from))
+	}
 	if !to.set {
 		problems = append(problems, fs.Name()+`: --to is required (a block number or "finalized")`)
-	} else if to.n >= 0 && int64(*from) > to.n {
+	} else if to.n >= 0 && *from > to.n {
 		problems = append(problems, fmt.Sprintf("%s: --from %d is after --to %d", fs.Name(), *from, to.n))
 	}
 	return newCommand(stderr, scopeRun, problems)

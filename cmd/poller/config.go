@@ -38,7 +38,7 @@ type Config struct {
 	RPCWSURL             string        `envconfig:"RPC_WS_URL" secret:"true" desc:"optional WebSocket endpoint (ws, wss) for newHeads: a new head ends the wait after reaching the target at once; polling goes on if it drops"`
 	ChainID              uint64        `envconfig:"CHAIN_ID" desc:"chain id the node must report; required"`
 	BurnContract         string        `envconfig:"BURN_CONTRACT" desc:"address of the BurnWithDigest contract, or several comma-separated, each optionally with @<first block> (0xA,0xB@19000000); the first names the group; required"`
-	StartBlock           uint64        `envconfig:"START_BLOCK" default:"0" desc:"first block to scan when the cursor does not exist yet"`
+	StartBlock           int64         `envconfig:"START_BLOCK" default:"0" desc:"first block to scan when the cursor does not exist yet"`
 	CursorID             string        `envconfig:"CURSOR_ID" desc:"cursor row shared by the replicas of one group (default <chain id>:<contract>)"`
 	Finality             string        `envconfig:"FINALITY" default:"finalized" chain:"true" desc:"target block: finalized, safe, or latest minus CONFIRMATIONS (a well-known CHAIN_ID has its own default)"`
 	Confirmations        uint64        `envconfig:"CONFIRMATIONS" default:"12" chain:"true" desc:"blocks behind the head when FINALITY=latest (ignored otherwise)"`
@@ -49,7 +49,7 @@ type Config struct {
 	LockWait             time.Duration `envconfig:"LOCK_WAIT" derived:"min(5s, TX_TIMEOUT/6)" desc:"how long a standby replica waits for the cursor lock before retrying (lock_timeout); below TX_TIMEOUT"`
 	TxTimeout            time.Duration `envconfig:"TX_TIMEOUT" default:"30s" desc:"bound of one range's transaction, enforced by Postgres (statement and idle-in-transaction timeouts)"`
 	RPCTimeout           time.Duration `envconfig:"RPC_TIMEOUT" derived:"min(10s, TX_TIMEOUT/3)" desc:"bound of one JSON-RPC request; at most TX_TIMEOUT"`
-	RescanDepth          uint64        `envconfig:"RESCAN_DEPTH" default:"64" desc:"committed blocks below the cursor re-read now and then to catch burns a node left out (0 disables)"`
+	RescanDepth          int64         `envconfig:"RESCAN_DEPTH" default:"64" desc:"committed blocks below the cursor re-read now and then to catch burns a node left out (0 disables)"`
 	RescanInterval       time.Duration `envconfig:"RESCAN_INTERVAL" default:"1m" desc:"least time between rescans"`
 	HTTPAddr             string        `envconfig:"HTTP_ADDR" default:":8080" desc:"listen address for /livez, /readyz and /metrics"`
 	ShutdownTimeout      time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"15s" desc:"time after SIGTERM for the in-flight transaction and the HTTP server to finish"`
@@ -57,7 +57,7 @@ type Config struct {
 	LogFormat            string        `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`
 	Migrate              bool          `envconfig:"MIGRATE" default:"true" desc:"apply database migrations at start"`
 	Pending              bool          `envconfig:"PENDING" default:"true" desc:"track burns between the finality target and the head: pending_payments and seen/retracted events (never a credit)"`
-	PendingMaxBlocks     uint64        `envconfig:"PENDING_MAX_BLOCKS" default:"10000" desc:"most blocks above the finality target that head tracking reads"`
+	PendingMaxBlocks     int64         `envconfig:"PENDING_MAX_BLOCKS" default:"10000" desc:"most blocks above the finality target that head tracking reads"`
 	WebhookURL           string        `envconfig:"WEBHOOK_URL" secret:"true" desc:"endpoints (http, https) that receive payment events as signed POSTs, comma-separated; every replica delivers"`
 	WebhookSecret        string        `envconfig:"WEBHOOK_SECRET" secret:"true" desc:"HMAC-SHA256 key of the Burnpoller-Signature header; required with WEBHOOK_URL"`
 	WebhookEvents        string        `envconfig:"WEBHOOK_EVENTS" default:"confirmed" desc:"event kinds delivered: any of seen,retracted,confirmed"`
@@ -269,6 +269,7 @@ func (c *Config) validate(s scope) []string {
 		return p
 	}
 	p = append(p, c.validateChain()...)
+	p = append(p, c.validateBlocks()...)
 	p = append(p, c.validateWebhooks()...)
 	p = append(p, c.validateTimeouts()...)
 	return append(p, c.validateService()...)
@@ -341,9 +342,6 @@ func (c *Config) validateChain() []string {
 	if n := len(c.rpcURLs()); c.RPCQuorum < 1 || (c.RPCURL != "" && c.RPCQuorum > n) {
 		p.add("RPC_QUORUM: %d is not between 1 and the number of RPC_URL endpoints (%d)", c.RPCQuorum, n)
 	}
-	if c.StartBlock > 1<<62 {
-		p.add("START_BLOCK: %d is out of range", c.StartBlock)
-	}
 	if c.CursorID != "" && !cursorIDPattern.MatchString(c.CursorID) {
 		p.add("CURSOR_ID: %q must be 1-200 characters of letters, digits and :._/-", c.CursorID)
 	}
@@ -351,6 +349,16 @@ func (c *Config) validateChain() []string {
 	case chain.FinalityFinalized, chain.FinalitySafe, chain.FinalityLatest:
 	default:
 		p.add("FINALITY: %q is not one of finalized, safe, latest", c.Finality)
+	}
+	return p
+}
+
+// validateBlocks checks where a group starts and how many blocks it reads
+// at once.
+func (c *Config) validateBlocks() []string {
+	var p problems
+	if c.StartBlock < 0 || c.StartBlock > 1<<62 {
+		p.add("START_BLOCK: %d is out of range", c.StartBlock)
 	}
 	if c.Confirmations > 100_000 {
 		p.add("CONFIRMATIONS: %d is more than 100000", c.Confirmations)
@@ -361,8 +369,8 @@ func (c *Config) validateChain() []string {
 	if c.MaxBlockRange < 1 || c.MaxBlockRange > 1_000_000 {
 		p.add("MAX_BLOCK_RANGE: %d is not between 1 and 1000000", c.MaxBlockRange)
 	}
-	if c.RescanDepth > 100_000 {
-		p.add("RESCAN_DEPTH: %d is more than 100000", c.RescanDepth)
+	if c.RescanDepth < 0 || c.RescanDepth > 100_000 {
+		p.add("RESCAN_DEPTH: %d is not between 0 and 100000", c.RescanDepth)
 	}
 	return p
 }

@@ -396,13 +396,13 @@ func TestSeveralContracts(t *testing.T) {
 	tests := []struct {
 		value, start string
 		wantCursor   string
-		wantFirst    []uint64
-		wantStart    uint64
+		wantFirst    []int64
+		wantStart    int64
 	}{
-		{a, "0", "1337:0x5fbdb2315678afecb367f032d93f642f64180aa3", []uint64{0}, 0},
-		{a + "," + b + "@19000000", "0", "1337:0x5fbdb2315678afecb367f032d93f642f64180aa3", []uint64{0, 19000000}, 0},
-		{" " + a + "@100 , " + b + "@50", "7", "1337:0x5fbdb2315678afecb367f032d93f642f64180aa3", []uint64{100, 50}, 50},
-		{b + "," + a, "9", "1337:" + b, []uint64{9, 9}, 9},
+		{a, "0", "1337:0x5fbdb2315678afecb367f032d93f642f64180aa3", []int64{0}, 0},
+		{a + "," + b + "@19000000", "0", "1337:0x5fbdb2315678afecb367f032d93f642f64180aa3", []int64{0, 19000000}, 0},
+		{" " + a + "@100 , " + b + "@50", "7", "1337:0x5fbdb2315678afecb367f032d93f642f64180aa3", []int64{100, 50}, 50},
+		{b + "," + a, "9", "1337:" + b, []int64{9, 9}, 9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {

@@ -45,7 +45,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		*chunk = cfg.maxRange()
 	}
 	v := poller.NewVerifier(pt.store, pt.nodes, cfg.ChainID, poller.Addresses(cfg.contracts()))
-	rep, err := v.Verify(ctx, int64(*from), to.n, *chunk)
+	rep, err := v.Verify(ctx, *from, to.n, *chunk)
 	if err != nil {
 		log.Error("verify could not complete", slog.Any("err", err))
 		return exitUnverified
