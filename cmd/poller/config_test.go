@@ -488,6 +488,16 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("poller %v: exit %d, want %d (%s)", tt.args, code, tt.want, stderr.String())
 		}
 	}
+	for args, want := range map[string]string{
+		"backfill --from -1 --to 10": "poller backfill: --from -1 is not a block number",
+		"verify --from 20 --to 10":   "poller verify: --from 20 is after --to 10",
+		"verify --from 0":            "poller verify: --to is required",
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(strings.Fields(args), &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), want) {
+			t.Errorf("poller %s: exit %d, %q; want %d and %q", args, code, stderr.String(), exitUsage, want)
+		}
+	}
 	setEnv(t, nil)
 	var stdout, stderr bytes.Buffer
 	if code := run(nil, &stdout, &stderr); code != exitUsage {
