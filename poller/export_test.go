@@ -26,3 +26,6 @@ func DiffPending(from, to int64, rows []payments.Pending, onChain []payments.Pay
 	d := diffPending(from, to, rows, onChain, recorded)
 	return PendingDiff{Drop: d.drop, Put: d.put, Events: d.events, Pending: d.pending}
 }
+
+// ErrUsed is errUsed.
+var ErrUsed = errUsed

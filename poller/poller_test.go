@@ -86,6 +86,9 @@ type fakeChain struct {
 	hidden  map[uint64]bool                            // blocks whose burns the node leaves out
 	rejects map[uint64][]chain.Rejected
 	targets int // Target calls
+	// headersHook runs at the start of each Headers call, before the
+	// chain's lock is taken.
+	headersHook func(ns []uint64)
 }
 
 func newFakeChain(target int64) *fakeChain {
@@ -247,6 +250,9 @@ func (f *fakeChain) Head(context.Context) (chain.Header, error) {
 }
 
 func (f *fakeChain) Headers(_ context.Context, ns []uint64) (map[uint64]chain.Header, error) {
+	if f.headersHook != nil {
+		f.headersHook(ns)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make(map[uint64]chain.Header, len(ns))

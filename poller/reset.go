@@ -79,6 +79,35 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 		}
 	}
 
+	// Blocks recorded between that read and the lock need their hashes too:
+	// the transaction rolls back, they are read with no lock held, and it
+	// starts again (a live writer recording meanwhile can make that happen
+	// more than once; each round reads only the blocks it recorded since).
+	for attempt := 1; ; attempt++ {
+		res, err := w.reset(ctx, id, to, hash, hashes, opts)
+		var need *errNeedHashes
+		switch {
+		case err == nil:
+			w.logOrphaned(res, hashes)
+			return res, nil
+		case !errors.As(err, &need):
+			return ResetResult{}, err
+		case attempt == resetAttempts:
+			return ResetResult{}, fmt.Errorf("cursor %q: writers recorded new blocks above %d in each of %d attempts; retry: %w", id, to, attempt, err)
+		}
+		if err := w.canonicalHashes(ctx, need.blocks, hashes); err != nil {
+			return ResetResult{}, err
+		}
+	}
+}
+
+// resetAttempts bounds the rounds of Reset that find blocks recorded since
+// it read their hashes.
+const resetAttempts = 5
+
+// reset is one round of Reset, under the cursor's lock; it never waits on
+// the node: blocks whose hashes are not in hashes are an errNeedHashes.
+func (w *Writer) reset(ctx context.Context, id string, to int64, hash string, hashes map[int64]string, opts ResetOptions) (ResetResult, error) {
 	// The work under the lock is bounded by a minute on the server whatever
 	// the wait was: a reset that freezes or is cut off holding the cursor
 	// lets go of it as a writer does.
@@ -124,21 +153,26 @@ func (w *Writer) Reset(ctx context.Context, id string, to int64, opts ResetOptio
 	if _, err := t.Commit(tctx); err != nil {
 		return ResetResult{}, err
 	}
+	return res, nil
+}
+
+// logOrphaned logs each payment a reset marked orphaned.
+func (w *Writer) logOrphaned(res ResetResult, hashes map[int64]string) {
 	for _, r := range res.Orphaned {
 		w.log.Warn("payment marked orphaned: its block is no longer on the canonical chain",
 			slog.Int64("id", r.ID), slog.String("tx", r.TxHash), slog.Uint64("log_index", uint64(r.LogIndex)),
 			slog.Int64("block", r.BlockNumber), slog.String("block_hash", r.BlockHash),
 			slog.String("chain_hash", hashes[r.BlockNumber]), slog.String("payer", r.Payer), slog.String("amount", r.Amount.String()))
 	}
-	return res, nil
 }
 
 // markOrphaned marks the payments above block to whose blocks the chain
 // no longer holds as orphaned, and retracts them: a payment of a dropped
 // branch is retracted like a burn seen at the head, so consumers learn of
 // it by the same events. hashes holds canonical hashes read before the
-// lock; a writer may have recorded blocks since, whose hashes are read too,
-// with the contract's writers held off meanwhile.
+// lock; a block a writer recorded since, whose hash it lacks, is an
+// errNeedHashes: the contract's writers are never held off while the node
+// is asked.
 func (t *RangeTx) markOrphaned(ctx context.Context, to int64, hashes map[int64]string) ([]payments.Recorded, error) {
 	w := t.w
 	if err := t.lockWriters(ctx); err != nil {
@@ -148,8 +182,14 @@ func (t *RangeTx) markOrphaned(ctx context.Context, to int64, hashes map[int64]s
 	if err != nil {
 		return nil, err
 	}
-	if err := w.canonicalHashes(ctx, blocks, hashes); err != nil {
-		return nil, err
+	var missing []int64
+	for _, b := range blocks {
+		if _, ok := hashes[b]; !ok {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &errNeedHashes{blocks: missing}
 	}
 	known := make([]int64, 0, len(blocks))
 	canon := make([]string, 0, len(blocks))

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,6 +156,77 @@ func TestResetMarksTheOrphanedBranch(t *testing.T) {
 	}
 	if !rep.Clean() || rep.Orphaned != 2 || rep.ChainBurns != 2 {
 		t.Fatalf("verify after the reset = %+v, want clean with 2 orphaned", rep)
+	}
+}
+
+// TestResetNeverAsksTheNodeHoldingTheWritersLock: a cursor reset that
+// marks orphaned payments reads the canonical hashes of the ledger's blocks
+// above --to before it locks; a writer records another block in between.
+// The reset does not ask the node for that block's hash while it holds the
+// contract's writers' lock (every other writer of the contract would wait
+// on the node with it): it rolls back, reads the hash with no lock held and
+// starts again. Every Headers call finds no writers' lock held in the
+// ledger's database; the reset ends at --to with nothing orphaned and the
+// ledger as it was.
+func TestResetNeverAsksTheNodeHoldingTheWritersLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	node := newFakeChain(10)
+	want := expected(node.addBurn(3, 1, 0, 5), node.addBurn(7, 2, 0, 6), node.addBurn(14, 3, 0, 7))
+	h := newHarness(t, node)
+	live := h.writer()
+	if _, err := live.Seed(ctx, "test", -1); err != nil {
+		t.Fatal(err)
+	}
+	if res := advance(t, live, node, "test"); res.To != 10 || res.Inserted != 2 {
+		t.Fatalf("first advance: %+v", res)
+	}
+	node.setTarget(20)
+	var (
+		mu     sync.Mutex
+		asked  [][]uint64
+		held   []string
+		before sync.Once
+	)
+	node.headersHook = func(ns []uint64) {
+		var n int
+		if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		asked = append(asked, slices.Clone(ns))
+		if n > 0 {
+			held = append(held, fmt.Sprint(ns))
+		}
+		mu.Unlock()
+		if !slices.Contains(ns, 7) {
+			return // the hash of --to's block
+		}
+		// After the reset's read before the lock, the live writer records
+		// block 14.
+		before.Do(func() {
+			if res := advance(t, live, node, "test"); res.To != 20 || res.Inserted != 1 {
+				t.Errorf("advance between the reset's read and its lock: %+v", res)
+			}
+		})
+	}
+	res, err := h.writer().Reset(ctx, "test", 5, poller.ResetOptions{MarkOrphaned: true})
+	node.headersHook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) > 0 {
+		t.Fatalf("the node was asked for blocks %v while a writers' lock was held", held)
+	}
+	if len(res.Orphaned) != 0 || res.To != 5 || h.cursorOf("test").Block != 5 {
+		t.Fatalf("reset = %+v, cursor %d; want at 5 with nothing orphaned", res, h.cursorOf("test").Block)
+	}
+	if got := fmt.Sprint(asked); !strings.Contains(got, "[14]") {
+		t.Fatalf("headers asked %s; want block 14's read on its own, after the writer recorded it", got)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger %v, want %v", got, want)
 	}
 }
 

@@ -442,3 +442,42 @@ func (h *harness) assertHookRefused() {
 		h.t.Fatal(err)
 	}
 }
+
+// TestARangeTxDoesOneThing: a range transaction moves its cursor once. A
+// second Advance, or a Rescan after an Advance, is refused (its checks
+// would run against the hash the cursor had before the first), and the
+// transaction still commits what the first did, exactly.
+func TestARangeTxDoesOneThing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	node := newFakeChain(10)
+	want := expected(node.addBurn(4, 1, 0, 5))
+	h := newHarness(t, node)
+	w := h.writer()
+	if _, err := w.Seed(ctx, "test", -1); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := w.Begin(ctx, ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if res, err := tx.Advance(ctx, 5, time.Minute); err != nil || res.To != 5 {
+		t.Fatalf("first Advance = %+v, %v", res, err)
+	}
+	if _, err := tx.Advance(ctx, 10, time.Minute); !errors.Is(err, poller.ErrUsed) {
+		t.Fatalf("second Advance = %v, want refused", err)
+	}
+	if _, err := tx.Rescan(ctx, 0); !errors.Is(err, poller.ErrUsed) {
+		t.Fatalf("Rescan after Advance = %v, want refused", err)
+	}
+	if res, err := tx.Commit(ctx); err != nil || res.To != 5 || res.Inserted != 1 {
+		t.Fatalf("commit = %+v, %v", res, err)
+	}
+	if c := h.cursorOf("test"); c.Block != 5 || c.Hash != node.hash(5).Hex() {
+		t.Fatalf("cursor %+v, want block 5 at its hash", c)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger %v, want %v", got, want)
+	}
+}
