@@ -91,7 +91,7 @@ bench-idle:
 	go run ./cmd/bench -idle-only -idle 60s -out bench-idle.json
 
 bench-micro:
-	go test -run '^$$' -bench . -benchtime 3s ./chain ./payments
+	go test -run '^$$' -bench . -benchtime 3s ./chain ./payments ./webhooks
 
 fuzz:
 	go test -run '^$$' -fuzz '^FuzzDecodeBurn$$' -fuzztime $(FUZZTIME) ./chain
