@@ -12,10 +12,12 @@ import (
 	"github.com/burnpoller/burnpoller/payments"
 )
 
-// TestEventSeqIsGapFreeInCommitOrder runs writers that number events and
-// then dawdle before committing, beside a reader that repeats
-// "seq > last ORDER BY seq": the reader must never see a seq before every
-// lower one is visible, and must end having seen each event exactly once.
+// TestEventSeqIsGapFreeInCommitOrder runs the writers of six groups (a
+// contract each, on two chains, each holding its own writers' lock) that
+// stage events and then dawdle before committing, beside a reader that
+// repeats "seq > last ORDER BY seq": the reader must never see a seq before
+// every lower one is visible, and must end having seen each event exactly
+// once.
 func TestEventSeqIsGapFreeInCommitOrder(t *testing.T) {
 	t.Parallel()
 	s, pool := newStore(t)
@@ -36,10 +38,16 @@ func TestEventSeqIsGapFreeInCommitOrder(t *testing.T) {
 					failed <- err
 					return
 				}
+				chainID, contract := uint64(1337+w%2), fmt.Sprintf("0x%040x", w+1)
+				if err := tx.LockWriters(ctx, chainID, []string{contract}); err != nil {
+					failed <- err
+					return
+				}
 				n := 1 + rng.IntN(3)
 				evs := make([]payments.Event, n)
 				for j := range evs {
 					p := payment(byte(w), uint32(i*3+j), big.NewInt(int64(w*1000+i)))
+					p.ChainID, p.Contract = chainID, contract
 					p.TxHash = fmt.Sprintf("0x%064x", w*1_000_000+i*10+j)
 					evs[j] = payments.EventFor(payments.KindSeen, p, 0)
 				}
