@@ -6,7 +6,10 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/poller ./cmd/poller \
+# The commit (.git is not in the build context): docker build --build-arg
+# REVISION=$(git rev-parse HEAD); docker-compose passes $REVISION.
+ARG REVISION=
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION} -X main.buildRevision=${REVISION}" -o /out/poller ./cmd/poller \
  && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/devchain ./cmd/devchain \
  && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/webhook-receiver ./cmd/webhook-receiver
 

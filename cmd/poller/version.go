@@ -7,20 +7,27 @@ import (
 	"runtime/debug"
 )
 
+// buildRevision is the commit a build made outside a git checkout names
+// with -ldflags "-X main.buildRevision=<commit>": the Docker image, whose
+// build context leaves .git out, gets it from the REVISION build argument.
+// A revision stamped by go build itself wins.
+var buildRevision string
+
 // printVersion prints the version line of this binary.
 func printVersion(w io.Writer) {
 	info, ok := debug.ReadBuildInfo()
-	fmt.Fprintln(w, versionLine(version, info, ok, runtime.Version()))
+	fmt.Fprintln(w, versionLine(version, buildRevision, info, ok, runtime.Version()))
 }
 
 // versionLine is what `poller version` prints: "burnpoller <version>
 // (revision <commit>, <go version>)", with ", modified" after the commit
 // when the work tree had changes not committed. The commit is the one go
 // build stamps into a binary built in a git checkout (vcs.revision; see
-// `go help buildinfo`), "unknown" when the binary carries none (go run,
-// go test, -buildvcs=false, a source tree without .git).
-func versionLine(version string, info *debug.BuildInfo, ok bool, goVersion string) string {
-	rev, modified := vcs(info, ok)
+// `go help buildinfo`), else stamped (buildRevision), "unknown" when the
+// binary carries neither (go run, go test, -buildvcs=false, a source tree
+// without .git).
+func versionLine(version, stamped string, info *debug.BuildInfo, ok bool, goVersion string) string {
+	rev, modified := vcs(info, ok, stamped)
 	if modified {
 		rev += ", modified"
 	}
@@ -30,14 +37,18 @@ func versionLine(version string, info *debug.BuildInfo, ok bool, goVersion strin
 // revision is the commit this binary was built from, "unknown" when it
 // carries none; the build_info metric's label.
 func revision() string {
-	rev, _ := vcs(debug.ReadBuildInfo())
+	info, ok := debug.ReadBuildInfo()
+	rev, _ := vcs(info, ok, buildRevision)
 	return rev
 }
 
 // vcs reads the commit a binary was built from, and whether the work tree
-// had changes not committed, from its build information.
-func vcs(info *debug.BuildInfo, ok bool) (revision string, modified bool) {
+// had changes not committed, from its build information, else stamped.
+func vcs(info *debug.BuildInfo, ok bool, stamped string) (revision string, modified bool) {
 	revision = "unknown"
+	if stamped != "" {
+		revision = stamped
+	}
 	if !ok || info == nil {
 		return revision, false
 	}

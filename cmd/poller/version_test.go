@@ -41,10 +41,25 @@ func TestVersionLine(t *testing.T) {
 		{"no build information", nil, false,
 			"burnpoller v1.2.3 (revision unknown, go1.26.8)"},
 	}
+	// Built outside a checkout with the commit stamped (the Docker image).
+	stampedTests := []struct {
+		name string
+		info *debug.BuildInfo
+		want string
+	}{
+		{"stamped, no VCS information", settings("-compiler", "gc"), "burnpoller v1.2.3 (revision 0123abc, go1.26.8)"},
+		{"go build's own stamp wins", settings("vcs", "git", "vcs.revision", rev, "vcs.modified", "false"),
+			"burnpoller v1.2.3 (revision " + rev + ", go1.26.8)"},
+	}
+	for _, tt := range stampedTests {
+		if got := versionLine("v1.2.3", "0123abc", tt.info, true, "go1.26.8"); got != tt.want {
+			t.Errorf("%s: versionLine = %q, want %q", tt.name, got, tt.want)
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := versionLine("v1.2.3", tt.info, tt.ok, "go1.26.8"); got != tt.want {
+			if got := versionLine("v1.2.3", "", tt.info, tt.ok, "go1.26.8"); got != tt.want {
 				t.Errorf("versionLine = %q, want %q", got, tt.want)
 			}
 		})
