@@ -2,7 +2,6 @@ package consume_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -33,14 +32,16 @@ func TestMain(m *testing.M) {
 var (
 	contractA = "0x" + strings.Repeat("a1", 20)
 	contractB = "0x" + strings.Repeat("b2", 20)
+	contractC = "0x" + strings.Repeat("c3", 20)
 )
 
 // spec is an event to record; zero fields take defaults (chain 1,
-// contract A, payer and amount from the event's number).
+// contract A, block 100+i, payer and amount from the event's number).
 type spec struct {
 	kind     string
 	chain    uint64
 	contract string
+	block    int64
 }
 
 // makeEvent builds burn number i's event of s.kind: each i is its own burn.
@@ -51,62 +52,191 @@ func makeEvent(i int, s spec) payments.Event {
 	if s.contract == "" {
 		s.contract = contractA
 	}
-	e := payments.Event{
-		Kind:        s.kind,
+	if s.block == 0 {
+		s.block = int64(100 + i)
+	}
+	p := payments.Payment{
 		ChainID:     s.chain,
 		Contract:    s.contract,
 		TxHash:      fmt.Sprintf("0x%064x", i),
-		BlockNumber: int64(100 + i),
-		BlockHash:   fmt.Sprintf("0x%064x", 1_000_000+i),
+		BlockNumber: s.block,
+		BlockHash:   blockHash(s.block),
 		Payer:       payerOf(i),
 		Digest:      fmt.Sprintf("0x%064x", 2_000_000+i),
 		Amount:      big.NewInt(int64(i) * 1000),
 		BurnedAt:    time.Unix(1_700_000_000+int64(i), 0).UTC(),
 	}
-	if s.kind == payments.KindConfirmed {
-		e.PaymentID = int64(i)
-	}
-	e.EventID = payments.EventID(e.ChainID, e.TxHash, e.LogIndex, e.Kind, e.BlockHash)
-	return e
+	// A confirmed event's payment id is the payment's, given when
+	// InsertPayments records it.
+	return payments.EventFor(s.kind, p, 0)
 }
 
 func payerOf(i int) string { return fmt.Sprintf("0x%040x", i%3+1) }
 
-// appendEvents records evs in one transaction under the numbering rule of
-// migration 6 (take the counter row, insert, advance it, notify, commit)
-// and returns them with their seqs.
-func appendEvents(ctx context.Context, pool *pgxpool.Pool, evs ...payments.Event) ([]payments.Event, error) {
-	out := slices.Clone(evs)
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var last int64
-		if err := tx.QueryRow(ctx, `SELECT last_seq FROM payment_event_seq FOR UPDATE`).Scan(&last); err != nil {
+// blockHash is block n's hash on the tests' chains (block 100+i holds burn
+// i by default, with hash 1000000+i).
+func blockHash(n int64) string { return fmt.Sprintf("0x%064x", 999_900+n) }
+
+// group is a poller group as the tests run it: a cursor, which its
+// replicas take in turns, and the contracts it records on one chain.
+type group struct {
+	cursor    string
+	chain     uint64
+	contracts []string
+}
+
+// groupOf is the group recording evs: one per chain and set of contracts.
+func groupOf(evs []payments.Event) (group, error) {
+	g := group{chain: evs[0].ChainID}
+	for _, e := range evs {
+		if e.ChainID != g.chain {
+			return group{}, fmt.Errorf("events of chains %d and %d in one transaction: a group records one chain", g.chain, e.ChainID)
+		}
+		if !slices.Contains(g.contracts, e.Contract) {
+			g.contracts = append(g.contracts, e.Contract)
+		}
+	}
+	slices.Sort(g.contracts)
+	g.cursor = fmt.Sprintf("chain-%d-%s", g.chain, strings.Join(g.contracts, "-"))
+	return g, nil
+}
+
+// writerLimits bound a test writer's transaction as LOCK_WAIT and
+// TX_TIMEOUT bound the poller's, with a lock wait long enough for the
+// replicas of a group, which queue for its cursor, to take turns on a
+// loaded machine.
+var writerLimits = payments.Limits{LockWait: 30 * time.Second, TxTimeout: 30 * time.Second}
+
+// writeTx runs one transaction of group g through the payments package, as
+// the poller's writer does (poller.Writer.Begin, RangeTx.record,
+// RangeTx.Commit): it begins with the writer's bounds, takes the group's
+// cursor, asks plan what to record after the cursor as it stands, takes the
+// writers' lock of the group's contracts, stages the events (stage), moves
+// the cursor to block to and commits. The events are numbered inside COMMIT
+// by the trigger of migration 10, which also notifies. plan returning no
+// events ends the transaction without writing, and writeTx returns false.
+func writeTx(ctx context.Context, s *payments.Store, g group, plan func(cur payments.Cursor) (evs []payments.Event, to int64)) (bool, error) {
+	tx, err := s.Begin(ctx, writerLimits)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	cur, err := tx.LockCursor(ctx, g.cursor)
+	if err != nil {
+		return false, err
+	}
+	evs, to := plan(cur)
+	if len(evs) == 0 {
+		return false, nil
+	}
+	if err := tx.LockWriters(ctx, g.chain, g.contracts); err != nil {
+		return false, err
+	}
+	if err := stage(ctx, tx, evs); err != nil {
+		return false, err
+	}
+	if err := tx.MoveCursor(ctx, g.cursor, cur.Block, to, blockHash(to)); err != nil {
+		return false, err
+	}
+	return true, tx.Commit(ctx)
+}
+
+// stage stages evs, in order, the way the poller records each kind: a
+// confirmed event by inserting its payment (InsertPayments stages the
+// confirmed event of each payment it inserts), settling the burn's pending
+// row; a seen one as head tracking does, the burn pending and its event
+// appended; a retracted one appended, its pending row dropped.
+func stage(ctx context.Context, tx *payments.Tx, evs []payments.Event) error {
+	for len(evs) > 0 {
+		confirmed := evs[0].Kind == payments.KindConfirmed
+		n := 1
+		for n < len(evs) && (evs[n].Kind == payments.KindConfirmed) == confirmed {
+			n++
+		}
+		run := evs[:n]
+		evs = evs[n:]
+		var seen, settled []payments.Payment
+		for _, e := range run {
+			if e.Kind == payments.KindSeen {
+				seen = append(seen, e.Payment())
+			} else {
+				settled = append(settled, e.Payment())
+			}
+		}
+		if err := tx.DropPending(ctx, settled); err != nil {
 			return err
 		}
-		for i := range out {
-			e := &out[i]
-			last++
-			e.Seq = last
-			var pid *int64
-			if e.PaymentID != 0 {
-				pid = &e.PaymentID
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO payment_events (seq, event_id, kind, chain_id, contract, tx_hash, log_index,
-				block_number, block_hash, payer, digest, amount, burned_at, payment_id)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::numeric, $13, $14)`,
-				e.Seq, e.EventID, e.Kind, int64(e.ChainID), e.Contract, e.TxHash, int32(e.LogIndex), e.BlockNumber,
-				e.BlockHash, e.Payer, e.Digest, e.Amount.String(), e.BurnedAt, pid); err != nil {
+		if confirmed {
+			ins, err := tx.InsertPayments(ctx, settled)
+			if err != nil {
 				return err
 			}
+			if len(ins) != len(settled) {
+				return fmt.Errorf("%d of %d payments inserted: the others are recorded already, and get no event", len(ins), len(settled))
+			}
+			continue
 		}
-		if _, err := tx.Exec(ctx, `UPDATE payment_event_seq SET last_seq = $1`, last); err != nil {
+		if err := tx.PutPending(ctx, seen); err != nil {
 			return err
 		}
-		payload, _ := json.Marshal(map[string]int64{"seq": last})
-		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, payments.EventsChannel, string(payload))
-		return err
+		if _, err := tx.AppendEvents(ctx, run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendEvents records evs in one transaction of the group recording
+// their chain and contracts (writeTx), moving its cursor to their last
+// block, and returns them as payment_events holds them: with their seqs,
+// given in commit order, and a confirmed event's payment id. Each must be
+// the first occurrence of its step (a later one is recorded under another
+// id).
+func appendEvents(ctx context.Context, pool *pgxpool.Pool, evs ...payments.Event) ([]payments.Event, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	g, err := groupOf(evs)
+	if err != nil {
+		return nil, err
+	}
+	s := payments.NewStore(pool)
+	if _, err := s.SeedCursor(ctx, g.cursor, -1, ""); err != nil {
+		return nil, err
+	}
+	_, err = writeTx(ctx, s, g, func(cur payments.Cursor) ([]payments.Event, int64) {
+		to := cur.Block
+		for _, e := range evs {
+			to = max(to, e.BlockNumber)
+		}
+		return evs, to
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recording %d events: %w", len(evs), err)
+	}
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.EventID
+	}
+	rows, err := pool.Query(ctx, `SELECT `+payments.EventColumns+` FROM payment_events WHERE event_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (payments.Event, error) { return payments.ScanEvent(row) })
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]payments.Event{}
+	for _, e := range got {
+		byID[e.EventID] = e
+	}
+	out := make([]payments.Event, len(evs))
+	for i, id := range ids {
+		e, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("event %s not in payment_events after the commit (recorded as a later occurrence?)", id)
+		}
+		out[i] = e
 	}
 	return out, nil
 }
@@ -134,9 +264,11 @@ func burns(t *testing.T, pool *pgxpool.Pool, first, n int, kind string) []paymen
 }
 
 // loseTail makes payment_events end at seq keep, as a promoted standby
-// that lacked the later commits would: the rows and the counter go back.
+// that lacked the later commits would: the rows, the payments recorded
+// with the lost confirmed events and the counter go back.
 func loseTail(t *testing.T, pool *pgxpool.Pool, keep int64) {
 	t.Helper()
+	execSQL(t, pool, `DELETE FROM payments WHERE id IN (SELECT payment_id FROM payment_events WHERE seq > $1)`, keep)
 	execSQL(t, pool, `DELETE FROM payment_events WHERE seq > $1`, keep)
 	execSQL(t, pool, `UPDATE payment_event_seq SET last_seq = $1`, keep)
 }

@@ -165,18 +165,39 @@ func TestRunConnectionTerminatedBeforeCommit(t *testing.T) {
 	}
 }
 
-// TestRunSharedNameWithConcurrentWriters: four writers commit events side
-// by side while two consumers of one name credit them: every event is
-// credited exactly once, in seq order, by one consumer or the other.
+// TestRunSharedNameWithConcurrentWriters: writers commit events side by
+// side through the poller's write path (the payments package: events
+// staged, numbered inside COMMIT) — four groups at once, on different
+// contracts and chains, each with two replicas taking turns on its cursor —
+// while two consumers of one name credit them. Both consumers take part,
+// and every event is credited exactly once, in seq order, without a gap.
 func TestRunSharedNameWithConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	pool, _ := pgtest.NewPool(t)
 	ledger(t, pool)
+	store := payments.NewStore(pool)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 
-	const writers, txs, perTx = 4, 25, 2
-	for _, label := range []string{"a", "b"} {
+	// Two consumers of the name. Each, once it has committed a batch, waits
+	// until the other has committed one too, so both take part whichever
+	// comes first. It waits in OnProgress, called after COMMIT, holding
+	// nothing: the other finds the name free at its next read. A batch
+	// takes at most 7 of the 120 events, so the second finds some left.
+	took := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+	var once [2]sync.Once
+	for i, label := range []string{"a", "b"} {
 		r := start(t, func(ctx context.Context) error {
-			return consume.Run(ctx, pool, "svc", credit(label), quick(consume.BatchSize(7))...)
+			return consume.Run(ctx, pool, "svc", credit(label), quick(consume.BatchSize(7), consume.OnProgress(func(p consume.Progress) {
+				if p.Handled == 0 {
+					return
+				}
+				once[i].Do(func() { close(took[i]) })
+				select {
+				case <-took[1-i]:
+				case <-ctx.Done():
+				}
+			}))...)
 		})
 		t.Cleanup(func() {
 			if err := r.stop(t); err != nil {
@@ -184,38 +205,82 @@ func TestRunSharedNameWithConcurrentWriters(t *testing.T) {
 			}
 		})
 	}
+
+	// Three contracts on chain 1 and contract A on chain 5: four groups.
+	groups := []group{
+		{cursor: "a", chain: 1, contracts: []string{contractA}},
+		{cursor: "b", chain: 1, contracts: []string{contractB}},
+		{cursor: "c", chain: 1, contracts: []string{contractC}},
+		{cursor: "a on 5", chain: 5, contracts: []string{contractA}},
+	}
+	const replicas, blocks = 2, 15
+	// atBlock is what group k records with block b, in one transaction, as
+	// the poller would: the burn head tracking saw at b settled, confirmed
+	// (its payment inserted) or, every fourth block, retracted (the chain no
+	// longer holds it; block 1's was never seen); then the burn of block
+	// b+1, seen.
+	atBlock := func(k int, b int64) []payments.Event {
+		burn := func(b int64, kind string) payments.Event {
+			g := groups[k]
+			return makeEvent(k*1000+int(b), spec{kind: kind, chain: g.chain, contract: g.contracts[0], block: b})
+		}
+		settle := burn(b, payments.KindConfirmed)
+		if b%4 == 0 {
+			settle = burn(b, payments.KindRetracted)
+		}
+		return []payments.Event{settle, burn(b+1, payments.KindSeen)}
+	}
 	var (
-		wg  sync.WaitGroup
-		mu  sync.Mutex
-		all []payments.Event
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		written []payments.Event
+		txs     = make([][replicas]int, len(groups)) // transactions each replica committed
 	)
-	for w := range writers {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			for i := range txs {
-				var evs []payments.Event
-				for j := range perTx {
-					kind := payments.KindSeen
-					if j%2 == 1 {
-						kind = payments.KindConfirmed
+	for _, g := range groups {
+		if _, err := store.SeedCursor(ctx, g.cursor, 0, blockHash(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, g := range groups {
+		for r := range replicas {
+			wg.Go(func() {
+				for {
+					var evs []payments.Event
+					ok, err := writeTx(ctx, store, g, func(cur payments.Cursor) ([]payments.Event, int64) {
+						if cur.Block >= blocks {
+							return nil, cur.Block
+						}
+						evs = atBlock(k, cur.Block+1)
+						return evs, cur.Block + 1
+					})
+					if err != nil {
+						t.Errorf("group %s, replica %d: %v", g.cursor, r, err)
+						return
 					}
-					evs = append(evs, makeEvent(1+(w*txs+i)*perTx+j, spec{kind: kind}))
+					if !ok {
+						return
+					}
+					mu.Lock()
+					written = append(written, evs...)
+					txs[k][r]++
+					mu.Unlock()
 				}
-				got, err := appendEvents(ctx, pool, evs...)
-				if err != nil {
-					t.Errorf("writer %d: %v", w, err)
-					return
-				}
-				mu.Lock()
-				all = append(all, got...)
-				mu.Unlock()
-			}
-		})
+			})
+		}
 	}
 	wg.Wait()
-	const total = writers * txs * perTx
-	waitOffset(t, pool, "svc", total)
+	if t.Failed() {
+		t.FailNow()
+	}
+	// Two events a block.
+	total := len(groups) * blocks * 2
+	if len(written) != total {
+		t.Fatalf("writers committed %d events, want %d", len(written), total)
+	}
+	waitOffset(t, pool, "svc", int64(total))
+	t.Logf("transactions per replica of each group: %v", txs)
+
+	// Every seq once, in seq order (the credits' commit order), no gap.
 	want := make([]int64, total)
 	for i := range want {
 		want[i] = int64(i + 1)
@@ -223,10 +288,45 @@ func TestRunSharedNameWithConcurrentWriters(t *testing.T) {
 	if got := credited(t, pool); !slices.Equal(got, want) {
 		t.Fatalf("credited (in commit order) %v, want 1..%d once each", got, total)
 	}
-	if got, want := balances(t, pool), wantBalances(all); fmt.Sprint(got) != fmt.Sprint(want) {
+	// Each credit is of the event at its seq, and the events are those
+	// the writers committed.
+	ids := texts(t, pool, `SELECT event_id FROM payment_events ORDER BY seq`)
+	if got := texts(t, pool, `SELECT event_id FROM credits ORDER BY n`); !slices.Equal(got, ids) {
+		t.Fatalf("credited events %v, want payment_events in seq order %v", got, ids)
+	}
+	wantIDs := make([]string, 0, total)
+	for _, e := range written {
+		wantIDs = append(wantIDs, e.EventID)
+	}
+	if got := slices.Sorted(slices.Values(ids)); !slices.Equal(got, slices.Sorted(slices.Values(wantIDs))) {
+		t.Fatalf("payment_events holds %v, want the events written %v", got, wantIDs)
+	}
+	// A group's transactions take its cursor in turns: its events are
+	// numbered in the order of its blocks.
+	for k, g := range groups {
+		var want []string
+		for b := int64(1); b <= blocks; b++ {
+			for _, e := range atBlock(k, b) {
+				want = append(want, e.EventID)
+			}
+		}
+		got := texts(t, pool, fmt.Sprintf(`SELECT event_id FROM payment_events WHERE chain_id = %d AND contract = '%s' ORDER BY seq`,
+			g.chain, g.contracts[0]))
+		if !slices.Equal(got, want) {
+			t.Fatalf("group %s's events in seq order %v, want %v", g.cursor, got, want)
+		}
+	}
+	if got, want := offset(t, pool, "svc"), (consume.Position{Seq: int64(total), EventID: ids[total-1]}); got != want {
+		t.Fatalf("offset %+v, want %+v", got, want)
+	}
+	if got, want := balances(t, pool), wantBalances(written); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("balances %v, want %v", got, want)
 	}
-	t.Logf("batches per consumer: %v", int64s(t, pool, `SELECT count(DISTINCT txid) FROM credits GROUP BY consumer ORDER BY consumer`))
+	by := texts(t, pool, `SELECT consumer || ' ' || count(*) || ' events in ' || count(DISTINCT txid) || ' batches' FROM credits GROUP BY consumer ORDER BY consumer`)
+	if len(by) != 2 {
+		t.Fatalf("credited by %v, want both consumers", by)
+	}
+	t.Logf("credited by %v", by)
 }
 
 // TestRunStandbyTakesOver: while one consumer of a name holds its row, the
