@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -264,38 +266,94 @@ func (p *eventPrinter) print(e payments.Event, heads map[uint64]int64) error {
 	return err
 }
 
-// eventLine is one event for a person at a terminal: time, seq, kind,
-// amount, payer and transaction shortened, block and confirmations (as
-// head tracking last saw the head), and the reason when there is one.
-// --json prints every value in full.
+// lineWidth is the terminal a human line is made for. Every field but the
+// seq and the block has a most width, so a line fits when those two have
+// 11 digits together (seq 812 at block 21000000) whatever the amount and
+// the date, 14 with an amount of up to six characters (1.5e18); a reason
+// is cut to fit.
+const lineWidth = 80
+
+// amountWidth is the most characters an amount takes on a human line.
+const amountWidth = 9
+
+// maxConfirmations is the most confirmations a human line counts; more are
+// shown as "9999+": the event is deep, and its block says how deep.
+const maxConfirmations = 9999
+
+// eventLine is one event for a person at a terminal, in at most lineWidth
+// characters for realistic values: the time it was recorded (UTC; the
+// time of day today, the date otherwise), seq, kind, amount (shortAmount),
+// payer and transaction shortened (shortHex), block, confirmations (as head
+// tracking last saw the head; none for a retracted event, whose burn no
+// longer counts), and the reason when there is one, cut to fit. --json
+// prints every value in full.
 func eventLine(e payments.Event, heads map[uint64]int64, now time.Time) string {
-	at := e.CreatedAt.UTC()
+	at, today := e.CreatedAt.UTC(), now.UTC()
 	when := at.Format("15:04:05")
-	if y, m, d := at.Date(); y != now.UTC().Year() || m != now.UTC().Month() || d != now.UTC().Day() {
-		when = at.Format("2006-01-02 15:04:05")
-	}
-	confs := ""
-	if h, ok := heads[e.ChainID]; ok && h >= e.BlockNumber {
-		confs = fmt.Sprintf(" %d conf", h-e.BlockNumber+1)
+	if y, m, d := at.Date(); y != today.Year() || m != today.Month() || d != today.Day() {
+		when = at.Format("2006-01-02")
 	}
 	amount := "-"
 	if e.Amount != nil {
-		amount = shorten(e.Amount.String(), 24)
+		amount = shortAmount(e.Amount.String())
 	}
-	line := fmt.Sprintf("%s #%d %-9s %s from %s tx %s/%d block %d%s", when, e.Seq, e.Kind, amount,
-		shorten(e.Payer, 13), shorten(e.TxHash, 13), e.LogIndex, e.BlockNumber, confs)
+	line := fmt.Sprintf("%s #%d %-9s %s %s %s @%d", when, e.Seq, e.Kind, amount,
+		shortHex(e.Payer), shortHex(e.TxHash), e.BlockNumber)
+	if h, ok := heads[e.ChainID]; ok && h >= e.BlockNumber && e.Kind != payments.KindRetracted {
+		confs := strconv.FormatInt(h-e.BlockNumber+1, 10)
+		if h-e.BlockNumber+1 > maxConfirmations {
+			confs = strconv.Itoa(maxConfirmations) + "+"
+		}
+		line += " " + confs + " conf"
+	}
 	if e.Reason != "" {
-		line += " (" + e.Reason + ")"
+		line += " (" + clip(e.Reason, lineWidth-utf8.RuneCountInString(line)-len(" ()")) + ")"
 	}
 	return line
 }
 
-// shorten keeps s when it fits in n characters, else its start and end
-// around an ellipsis.
-func shorten(s string, n int) string {
-	if len(s) <= n {
+// shortAmount is the decimal integer s in at most amountWidth characters,
+// exact whenever it can be: s itself when it fits, else s in
+// scientific notation with every significant digit ("1e18" is
+// 1000000000000000000, "1.5e18" is 1500000000000000000), else its leading
+// digits, an ellipsis for the digits left out, and the exponent
+// ("1.157…e77": 1.157 and more digits, times 10^77). No rounding: the
+// digits shown are the amount's own.
+func shortAmount(s string) string {
+	const width = amountWidth
+	if len(s) <= width {
 		return s
 	}
-	keep := (n - 1) / 2
-	return s[:keep+(n-1)%2] + "…" + s[len(s)-keep:]
+	exp := "e" + strconv.Itoa(len(s)-1)
+	digits := strings.TrimRight(s, "0")
+	exact := digits[:1]
+	if len(digits) > 1 {
+		exact += "." + digits[1:]
+	}
+	if len(exact)+len(exp) <= width {
+		return exact + exp
+	}
+	// The first digit, the point, the next digits, the ellipsis, the exponent.
+	return digits[:1] + "." + digits[1:width-len(exp)-2] + "…" + exp
+}
+
+// shortHex is a hash or address as its first and last four hex digits
+// around an ellipsis (0x3f1c…a2e1); s when it is no longer than that.
+func shortHex(s string) string {
+	const keep = 4
+	hex := strings.TrimPrefix(s, "0x")
+	if len(hex) <= 2*keep+1 {
+		return s
+	}
+	return s[:len(s)-len(hex)] + hex[:keep] + "…" + hex[len(hex)-keep:]
+}
+
+// clip keeps s when it has at most n characters, else its first n-1 and an
+// ellipsis (just the ellipsis when n < 2).
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(n-1, 0)]) + "…"
 }
