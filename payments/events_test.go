@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/payments"
 )
@@ -203,5 +207,78 @@ func TestAppendEventsNamesEachOccurrence(t *testing.T) {
 		if err != nil || n.Payload != want {
 			t.Fatalf("notification %v, %v; want %s", n, err, want)
 		}
+	}
+}
+
+// TestAWriterOfTheLastReleaseStillGetsItsEventsNumbered: during a rolling
+// upgrade a replica of the release before migration 15 writes as it did:
+// its ledger_commits rows say nothing of events (the head's row alone when
+// head tracking recorded the head first, a bare row otherwise). Its staged
+// events are numbered and moved at its COMMIT all the same, after the
+// events already recorded, and the staged table is left empty. A row that
+// says no events were staged (this release's head alone) numbers nothing.
+func TestAWriterOfTheLastReleaseStillGetsItsEventsNumbered(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	stage := func(tx pgx.Tx, n int) {
+		t.Helper()
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+			                                   block_hash, payer, digest, amount, burned_at)
+			SELECT g, 'old:' || $1::int || ':' || g, 'seen', 1337, '0x' || repeat('ab', 20), '0x' || repeat('01', 32), g, 7,
+			       '0x' || repeat('cd', 32), '0x' || repeat('12', 20), '0x' || repeat('34', 32), 5, now()
+			FROM generate_series(1, 2) g`, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, mark := range []string{
+		`INSERT INTO ledger_commits (head_chain_id, head_block, head_hash) VALUES (1337, 90, '0x` + strings.Repeat("ee", 32) + `')`,
+		`INSERT INTO ledger_commits (head_chain_id) SELECT NULL`,
+	} {
+		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			stage(tx, i)
+			_, err := tx.Exec(ctx, mark)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// This release: the head alone, then nothing staged.
+	tx, err := s.Begin(ctx, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.SetHead(ctx, 1337, 91, "0x"+strings.Repeat("ef", 32)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	rows, err := pool.Query(ctx, `SELECT seq || ' ' || event_id FROM payment_events ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"1 old:0:1", "2 old:0:2", "3 old:1:1", "4 old:1:2"}; !slices.Equal(got, want) {
+		t.Fatalf("payment_events %v, want %v", got, want)
+	}
+	var staged, last, head int64
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM payment_events_staged), (SELECT last_seq FROM payment_event_seq),
+		(SELECT block_number FROM chain_heads WHERE chain_id = 1337)`).Scan(&staged, &last, &head); err != nil {
+		t.Fatal(err)
+	}
+	if staged != 0 || last != 4 || head != 91 {
+		t.Fatalf("staged rows %d, counter %d, head %d; want 0, 4, 91", staged, last, head)
 	}
 }

@@ -56,7 +56,7 @@ func (t *Tx) AppendEvents(ctx context.Context, evs []Event) ([]string, error) {
 	}
 	if _, err := t.tx.Exec(ctx, `
 		WITH mark AS (
-			INSERT INTO ledger_commits (head_chain_id) SELECT NULL WHERE NOT $16::bool
+			INSERT INTO ledger_commits (events) SELECT true WHERE NOT $16::bool
 		)
 		INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
 		                                   block_hash, payer, digest, amount, burned_at, payment_id, reason)
@@ -251,11 +251,10 @@ func KeyOf(txHash string, logIndex uint32) string {
 // chain, is written inside COMMIT (see AppendEvents), never held across a
 // round trip.
 func (t *Tx) SetHead(ctx context.Context, chainID uint64, block int64, hash string) error {
-	if _, err := t.tx.Exec(ctx, `INSERT INTO ledger_commits (head_chain_id, head_block, head_hash) VALUES ($1, $2, $3)`,
+	if _, err := t.tx.Exec(ctx, `INSERT INTO ledger_commits (head_chain_id, head_block, head_hash, events) VALUES ($1, $2, $3, false)`,
 		int64(chainID), block, hash); err != nil {
 		return fmt.Errorf("recording the head: %w", interpret(err))
 	}
-	t.marked = true
 	return nil
 }
 

@@ -384,7 +384,7 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 			       i.amount, i.burned_at, i.id
 			FROM ins i
 		), mark AS (
-			INSERT INTO ledger_commits (head_chain_id) SELECT NULL WHERE NOT $12::bool AND EXISTS (SELECT 1 FROM ins)
+			INSERT INTO ledger_commits (events) SELECT true WHERE NOT $12::bool AND EXISTS (SELECT 1 FROM ins)
 		)
 		SELECT ins.id, ins.tx_hash, ins.log_index FROM ins`,
 		append(cols.args(), t.staged, t.marked)...)
