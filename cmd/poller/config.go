@@ -251,6 +251,8 @@ func (c *Config) applyChainDefaults(set func(key string) bool) {
 func parseProblem(pe *envconfig.ParseError) string {
 	want := map[string]string{
 		"uint64":        "a whole number >= 0",
+		"int64":         "a whole number",
+		"int":           "a whole number",
 		"time.Duration": "a duration such as 500ms, 2s or 1m",
 		"bool":          "true or false",
 	}[pe.TypeName]

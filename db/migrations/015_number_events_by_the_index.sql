@@ -61,13 +61,16 @@ BEGIN
     WITH staged AS (
         DELETE FROM payment_events_staged RETURNING *
     ), numbered AS (
-        SELECT last + row_number() OVER (ORDER BY s.ord) AS seq, s.* FROM staged s
+        SELECT last + row_number() OVER (ORDER BY s.ord) AS seq,
+               row_number() OVER (PARTITION BY s.event_id ORDER BY s.ord) AS rank, s.*
+        FROM staged s
     ), ins AS (
+        -- Of one id staged twice, the first staged takes it.
         INSERT INTO payment_events (seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
                                     block_hash, payer, digest, amount, burned_at, payment_id, reason)
         SELECT n.seq, n.event_id, n.kind, n.chain_id, n.contract, n.tx_hash, n.log_index, n.block_number,
                n.block_hash, n.payer, n.digest, n.amount, n.burned_at, n.payment_id, n.reason
-        FROM numbered n ORDER BY n.seq
+        FROM numbered n WHERE n.rank = 1
         ON CONFLICT (event_id) DO NOTHING
         RETURNING seq
     ), later AS (
