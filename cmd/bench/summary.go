@@ -54,9 +54,9 @@ func summary(res *Results) string {
 			}
 		}
 		for _, r := range g.Runs {
-			fmt.Fprintf(&b, "  latency %3d ms, %d groups: seconds %v, ÷ alone %v (max %.2f), %.0f burns/s in all; CPU s: pollers %.2f, node %.2f, postgres %.2f\n",
+			fmt.Fprintf(&b, "  latency %3d ms, %d groups: seconds %v, ÷ alone %v (max %.2f), %.0f burns/s in all; CPU s: pollers %.2f, node %.2f, postgres %.2f, bench with its proxies %.2f\n",
 				r.LatencyMs, r.Groups, rounded(r.Seconds), rounded(r.ToAlone), r.MaxToAlone, r.BurnsPerSec,
-				r.CPUSeconds["pollers"], r.CPUSeconds["node"], r.CPUSeconds["postgres_backends"])
+				r.CPUSeconds["pollers"], r.CPUSeconds["node"], r.CPUSeconds["postgres_backends"], r.CPUSeconds["bench"])
 		}
 	}
 	return b.String()
