@@ -329,7 +329,10 @@ func TestAFrozenHeadTrackerCostsAnotherGroupNothing(t *testing.T) {
 				waitFor(t, 2*time.Minute, "group "+g.id+" caught up", func() bool { return groupCursor(t, pool, g.id) >= int64(target) })
 			}
 			waitFor(t, 2*time.Minute, "group b alone caught up", func() bool { return groupCursor(t, alonePool, "b") >= int64(target) })
-			sleeping := pauseOnce(t, pool, a.contract, payments.KindSeen, 3*time.Second)
+			// The pause outlasts sendBurns' wait for its receipt and the
+			// first looks at pg_stat_activity with three pollers and the
+			// node on the same cores.
+			sleeping := pauseOnce(t, pool, a.contract, payments.KindSeen, 10*time.Second)
 			sendBurns(t, info, 1, 0)
 			frozen := freezeInside(t, pool, a, sleeping)
 			stop := make(chan struct{})
