@@ -303,7 +303,7 @@ func (c *Client) Target(ctx context.Context, finality Finality, confirmations ui
 		if err != nil {
 			return 0, err
 		}
-		return toInt64(h.Number)
+		return int64(h.Number), nil // at most MaxBlock (toHeader)
 	case FinalityLatest:
 		head, err := c.BlockNumber(ctx)
 		if err != nil {
@@ -312,7 +312,7 @@ func (c *Client) Target(ctx context.Context, finality Finality, confirmations ui
 		if head < confirmations {
 			return -1, nil
 		}
-		return toInt64(head - confirmations)
+		return int64(head - confirmations), nil // at most MaxBlock (BlockNumber)
 	default:
 		return 0, fmt.Errorf("unknown finality %q", finality)
 	}
@@ -638,10 +638,3 @@ func (h *rpcHeader) checked(want uint64) (Header, error) {
 // a head above it is a bad reply. It leaves every number chain returns
 // room in an int64, the ledger's type, with no check at the caller.
 const MaxBlock = 1 << 62
-
-func toInt64(n uint64) (int64, error) {
-	if n > MaxBlock {
-		return 0, fmt.Errorf("%w: block number %d out of range", ErrBadReply, n)
-	}
-	return int64(n), nil
-}

@@ -23,8 +23,8 @@ func toPayments(chainID uint64, burns []chain.Burn) ([]payments.Payment, error) 
 	})
 	ps := make([]payments.Payment, len(burns))
 	for i, b := range burns {
-		if b.LogIndex > 1<<31-1 || b.BlockNumber > chain.MaxBlock {
-			return nil, fmt.Errorf("%w: burn in tx %s: log index %d or block %d out of range", chain.ErrBadReply, b.TxHash.Hex(), b.LogIndex, b.BlockNumber)
+		if b.LogIndex > 1<<31-1 {
+			return nil, fmt.Errorf("%w: burn in tx %s: log index %d out of range", chain.ErrBadReply, b.TxHash.Hex(), b.LogIndex)
 		}
 		ps[i] = payments.Payment{
 			ChainID:     chainID,
@@ -50,8 +50,8 @@ func toRejected(chainID uint64, rs []chain.Rejected) ([]payments.RejectedLog, er
 		if err != nil {
 			return nil, fmt.Errorf("encoding rejected log: %w", err)
 		}
-		if r.Log.Index > 1<<31-1 || r.Log.BlockNumber > chain.MaxBlock {
-			return nil, fmt.Errorf("%w: rejected log in tx %s: log index %d or block %d out of range", chain.ErrBadReply, r.Log.TxHash.Hex(), r.Log.Index, r.Log.BlockNumber)
+		if r.Log.Index > 1<<31-1 {
+			return nil, fmt.Errorf("%w: rejected log in tx %s: log index %d out of range", chain.ErrBadReply, r.Log.TxHash.Hex(), r.Log.Index)
 		}
 		out[i] = payments.RejectedLog{
 			ChainID:     chainID,
