@@ -289,8 +289,9 @@ type Tx struct {
 	tx     pgx.Tx
 	limits Limits
 	// staged is how many events the transaction staged (the last one's
-	// place); marked says it left its row in ledger_commits, whose trigger
-	// numbers them inside COMMIT.
+	// place); marked says it left the ledger_commits row saying so
+	// (events = true), whose trigger numbers them inside COMMIT. A row of
+	// the head alone (SetHead) says events = false and does not count.
 	staged int64
 	marked bool
 }

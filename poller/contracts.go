@@ -9,6 +9,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/payments"
 )
 
@@ -39,7 +40,7 @@ func ParseContracts(s string, check func(string) error) ([]Contract, error) {
 		c := Contract{Address: common.HexToAddress(addr), HasFrom: hasFrom}
 		if hasFrom {
 			n, err := strconv.ParseInt(block, 10, 64)
-			if err != nil || n < 0 || n > 1<<62 {
+			if err != nil || n < 0 || n > chain.MaxBlock {
 				return nil, fmt.Errorf("contract %d: %q after @ is not a block number", i+1, block)
 			}
 			c.From = n

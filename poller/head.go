@@ -136,7 +136,7 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks int64
 			return HeadTotals{}, err
 		}
 	}
-	if err := t.tx.SetHead(ctx, w.cfg.ChainID, ledgerBlock(head.Number), hashHex(head.Hash)); err != nil {
+	if err := t.tx.SetHead(ctx, w.cfg.ChainID, headBlock, hashHex(head.Hash)); err != nil {
 		return HeadTotals{}, err
 	}
 	totals, err := t.Commit(ctx)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
@@ -76,7 +77,7 @@ func rangeCommand(fs *flag.FlagSet, args []string, from *int64, to *blockArg, st
 	if fs.NArg() > 0 {
 		problems = append(problems, fmt.Sprintf("%s: unexpected arguments %q", fs.Name(), fs.Args()))
 	}
-	if *from < 0 || *from > 1<<62 {
+	if *from < 0 || *from > chain.MaxBlock {
 		problems = append(problems, fmt.Sprintf("%s: --from %d is not a block number", fs.Name(), *from))
 	}
 	if !to.set {

@@ -359,7 +359,7 @@ func (c *Config) validateChain() []string {
 // at once.
 func (c *Config) validateBlocks() []string {
 	var p problems
-	if c.StartBlock < 0 || c.StartBlock > 1<<62 {
+	if c.StartBlock < 0 || c.StartBlock > chain.MaxBlock {
 		p.add("START_BLOCK: %d is out of range", c.StartBlock)
 	}
 	if c.Confirmations > 100_000 {
