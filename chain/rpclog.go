@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -14,15 +15,57 @@ import (
 // dense ranges. The same fields are required as there: address, topics,
 // data and transactionHash.
 type rpcLog struct {
-	Address     *common.Address `json:"address"`
-	Topics      []common.Hash   `json:"topics"`
-	Data        *hexutil.Bytes  `json:"data"`
-	BlockNumber *hexutil.Uint64 `json:"blockNumber"`
-	TxHash      *common.Hash    `json:"transactionHash"`
-	TxIndex     *hexutil.Uint   `json:"transactionIndex"`
-	BlockHash   *common.Hash    `json:"blockHash"`
-	Index       *hexutil.Uint   `json:"logIndex"`
-	Removed     *bool           `json:"removed"`
+	Address     optAddress    `json:"address"`
+	Topics      []common.Hash `json:"topics"`
+	Data        optBytes      `json:"data"`
+	BlockNumber optUint64     `json:"blockNumber"`
+	TxHash      optHash       `json:"transactionHash"`
+	TxIndex     optUint       `json:"transactionIndex"`
+	BlockHash   optHash       `json:"blockHash"`
+	Index       optUint       `json:"logIndex"`
+	Removed     *bool         `json:"removed"`
+}
+
+// The fields a reply may lack (or send as null): set says one was there.
+// Each value decodes in place, without an allocation of its own; they are
+// distinct named types rather than one generic one, whose long type name
+// encoding/json reads for every field.
+type (
+	optAddress struct {
+		v   common.Address
+		set bool
+	}
+	optHash struct {
+		v   common.Hash
+		set bool
+	}
+	optBytes struct {
+		v   hexutil.Bytes
+		set bool
+	}
+	optUint64 struct {
+		v   hexutil.Uint64
+		set bool
+	}
+	optUint struct {
+		v   hexutil.Uint
+		set bool
+	}
+)
+
+func (f *optAddress) UnmarshalJSON(b []byte) error { return decodeOpt(b, &f.set, &f.v) }
+func (f *optHash) UnmarshalJSON(b []byte) error    { return decodeOpt(b, &f.set, &f.v) }
+func (f *optBytes) UnmarshalJSON(b []byte) error   { return decodeOpt(b, &f.set, &f.v) }
+func (f *optUint64) UnmarshalJSON(b []byte) error  { return decodeOpt(b, &f.set, &f.v) }
+func (f *optUint) UnmarshalJSON(b []byte) error    { return decodeOpt(b, &f.set, &f.v) }
+
+// decodeOpt decodes b into v, unless b is null (an absent field).
+func decodeOpt(b []byte, set *bool, v json.Unmarshaler) error {
+	if string(b) == "null" {
+		return nil
+	}
+	*set = true
+	return v.UnmarshalJSON(b)
 }
 
 // toLogs converts raw logs, each of which must carry the required fields.
@@ -32,34 +75,24 @@ func toLogs(raw []rpcLog) ([]types.Log, error) {
 		r := &raw[i]
 		var missing string
 		switch {
-		case r.Address == nil:
+		case !r.Address.set:
 			missing = "address"
 		case r.Topics == nil:
 			missing = "topics"
-		case r.Data == nil:
+		case !r.Data.set:
 			missing = "data"
-		case r.TxHash == nil:
+		case !r.TxHash.set:
 			missing = "transactionHash"
 		}
 		if missing != "" {
 			return nil, fmt.Errorf("%w: log %d of the reply lacks %s", ErrBadReply, i, missing)
 		}
-		l := types.Log{Address: *r.Address, Topics: r.Topics, Data: *r.Data, TxHash: *r.TxHash}
-		if r.BlockNumber != nil {
-			if *r.BlockNumber > MaxBlock {
-				return nil, fmt.Errorf("%w: log %d of the reply is in block %d, out of range", ErrBadReply, i, uint64(*r.BlockNumber))
-			}
-			l.BlockNumber = uint64(*r.BlockNumber)
+		l := types.Log{Address: r.Address.v, Topics: r.Topics, Data: r.Data.v, TxHash: r.TxHash.v,
+			TxIndex: uint(r.TxIndex.v), BlockHash: r.BlockHash.v, Index: uint(r.Index.v)}
+		if r.BlockNumber.v > MaxBlock {
+			return nil, fmt.Errorf("%w: log %d of the reply is in block %d, out of range", ErrBadReply, i, uint64(r.BlockNumber.v))
 		}
-		if r.TxIndex != nil {
-			l.TxIndex = uint(*r.TxIndex)
-		}
-		if r.BlockHash != nil {
-			l.BlockHash = *r.BlockHash
-		}
-		if r.Index != nil {
-			l.Index = uint(*r.Index)
-		}
+		l.BlockNumber = uint64(r.BlockNumber.v)
 		if r.Removed != nil {
 			l.Removed = *r.Removed
 		}

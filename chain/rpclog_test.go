@@ -25,7 +25,10 @@ func TestRPCLogDecodesAsTypesLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending := `[{"address":"0x0100000000000000000000000000000000000000","topics":[],"data":"0x","transactionHash":"0x0400000000000000000000000000000000000000000000000000000000000000"}]`
-	for _, doc := range []string{string(b), pending} {
+	// A pending log as some nodes send it: the block's fields null.
+	nulls := `[{"address":"0x0100000000000000000000000000000000000000","topics":[],"data":"0x","transactionHash":"0x0400000000000000000000000000000000000000000000000000000000000000",` +
+		`"blockNumber":null,"blockHash":null,"transactionIndex":null,"logIndex":null,"removed":false}]`
+	for _, doc := range []string{string(b), pending, nulls} {
 		var want []types.Log
 		if err := json.Unmarshal([]byte(doc), &want); err != nil {
 			t.Fatal(err)
@@ -55,28 +58,33 @@ func TestRPCLogRequiresWhatTypesLogRequires(t *testing.T) {
 		"transactionHash": `"0x0400000000000000000000000000000000000000000000000000000000000000"`,
 	}
 	for missing := range fields {
-		t.Run(missing, func(t *testing.T) {
-			t.Parallel()
-			var parts []string
-			for k, v := range fields {
-				if k != missing {
-					parts = append(parts, `"`+k+`":`+v)
+		for _, absent := range []string{"absent", "null"} {
+			t.Run(missing+"/"+absent, func(t *testing.T) {
+				t.Parallel()
+				var parts []string
+				for k, v := range fields {
+					switch {
+					case k != missing:
+						parts = append(parts, `"`+k+`":`+v)
+					case absent == "null":
+						parts = append(parts, `"`+k+`":null`)
+					}
 				}
-			}
-			doc := "[{" + strings.Join(parts, ",") + "}]"
-			var typed []types.Log
-			if err := json.Unmarshal([]byte(doc), &typed); err == nil {
-				t.Fatalf("types.Log took a log without %s", missing)
-			}
-			var raw []rpcLog
-			if err := json.Unmarshal([]byte(doc), &raw); err != nil {
-				t.Fatal(err)
-			}
-			_, err := toLogs(raw)
-			if !errors.Is(err, ErrBadReply) || !strings.Contains(err.Error(), missing) {
-				t.Fatalf("toLogs = %v, want a bad reply naming %s", err, missing)
-			}
-		})
+				doc := "[{" + strings.Join(parts, ",") + "}]"
+				var typed []types.Log
+				if err := json.Unmarshal([]byte(doc), &typed); err == nil {
+					t.Fatalf("types.Log took a log without %s", missing)
+				}
+				var raw []rpcLog
+				if err := json.Unmarshal([]byte(doc), &raw); err != nil {
+					t.Fatal(err)
+				}
+				_, err := toLogs(raw)
+				if !errors.Is(err, ErrBadReply) || !strings.Contains(err.Error(), missing) {
+					t.Fatalf("toLogs = %v, want a bad reply naming %s", err, missing)
+				}
+			})
+		}
 	}
 }
 
