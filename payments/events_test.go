@@ -282,3 +282,88 @@ func TestAWriterOfTheLastReleaseStillGetsItsEventsNumbered(t *testing.T) {
 		t.Fatalf("staged rows %d, counter %d, head %d; want 0, 4, 91", staged, last, head)
 	}
 }
+
+// TestAnIDStagedTwiceInOneTransactionIsItsSecondOccurrence: a transaction
+// whose staged ids are all new numbers them in one insert; one that stages
+// a new id twice (none recorded before) takes the general path, which gives
+// the first staged the id and the second <id>:2, with the seqs in staging
+// order either way and the staged table left empty.
+func TestAnIDStagedTwiceInOneTransactionIsItsSecondOccurrence(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	seen := func(i int) payments.Event { return payments.EventFor(payments.KindSeen, payment(2, uint32(i), big.NewInt(int64(i))), 0) }
+	for _, evs := range [][]payments.Event{
+		{seen(0), seen(1)},          // all new: one insert
+		{seen(2), seen(3), seen(2)}, // seen(2) twice, new: the general path
+	} {
+		tx, err := s.Begin(ctx, limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.AppendEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := s.Events(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, fmt.Sprintf("%d %s", e.Seq, e.EventID))
+	}
+	want := []string{"1 " + seen(0).EventID, "2 " + seen(1).EventID, "3 " + seen(2).EventID, "4 " + seen(3).EventID, "5 " + seen(2).EventID + ":2"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("payment_events %v, want %v", got, want)
+	}
+	var staged, last int64
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM payment_events_staged), (SELECT last_seq FROM payment_event_seq)`).Scan(&staged, &last); err != nil {
+		t.Fatal(err)
+	}
+	if staged != 0 || last != 5 {
+		t.Fatalf("staged rows %d, counter %d; want 0, 5", staged, last)
+	}
+}
+
+// TestACounterBehindItsEventsFailsTheCommit: the numbering falls back to
+// the general path only when an event id repeats. A counter behind the
+// seqs already used (a damaged ledger) fails the commit, with every row of
+// the transaction rolled back, rather than numbering anything twice.
+func TestACounterBehindItsEventsFailsTheCommit(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	record := func(p payments.Payment) error {
+		tx, err := s.Begin(ctx, limits)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.InsertPayments(ctx, []payments.Payment{p}); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	if err := record(payment(3, 0, big.NewInt(10))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE payment_event_seq SET last_seq = last_seq - 1`); err != nil {
+		t.Fatal(err)
+	}
+	err := record(payment(3, 1, big.NewInt(11)))
+	if err == nil || !strings.Contains(err.Error(), "payment_events_pkey") {
+		t.Fatalf("commit with the counter behind = %v, want the seq's unique violation", err)
+	}
+	var paid, events, staged int64
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM payments), (SELECT count(*) FROM payment_events),
+		(SELECT count(*) FROM payment_events_staged)`).Scan(&paid, &events, &staged); err != nil {
+		t.Fatal(err)
+	}
+	if paid != 1 || events != 1 || staged != 0 {
+		t.Fatalf("payments %d, events %d, staged %d; want 1, 1, 0", paid, events, staged)
+	}
+}

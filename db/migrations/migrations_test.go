@@ -311,3 +311,63 @@ func acceptance(ctx context.Context, t *testing.T, conn *pgx.Conn, values []stri
 	}
 	return out
 }
+
+// TestEventNumberingMigratesDownAndUp: migration 16 replaces the commit
+// trigger's function and migrating down brings migration 15's back, word
+// for word; events staged under either are numbered.
+func TestEventNumberingMigratesDownAndUp(t *testing.T) {
+	t.Parallel()
+	ctx, conn := emptyDatabase(t)
+	body := func() string {
+		t.Helper()
+		var src string
+		if err := conn.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE proname = 'burnpoller_commit_ledger'`).Scan(&src); err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	numbers := func(id string) {
+		t.Helper()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+			                                   block_hash, payer, digest, amount, burned_at)
+			VALUES (1, $1, 'seen', 1337, '0x' || repeat('ab', 20), '0x' || repeat('01', 32), 0, 7,
+			        '0x' || repeat('cd', 32), '0x' || repeat('12', 20), '0x' || repeat('34', 32), 5, now())`, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO ledger_commits (events) VALUES (true)`); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM payment_events WHERE event_id = $1`, id).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("event %s recorded %d times, %v", id, n, err)
+		}
+	}
+	if _, err := migrations.MigrateTo(ctx, conn, 15); err != nil {
+		t.Fatal(err)
+	}
+	v15 := body()
+	numbers("at-15")
+	if _, err := migrations.MigrateTo(ctx, conn, 16); err != nil {
+		t.Fatal(err)
+	}
+	if v16 := body(); v16 == v15 || !strings.Contains(v16, "payment_events_event_id_key") {
+		t.Fatal("migration 16 left the commit function as it was")
+	}
+	numbers("at-16")
+	if _, err := migrations.MigrateTo(ctx, conn, 15); err != nil {
+		t.Fatal(err)
+	}
+	if body() != v15 {
+		t.Fatal("migrating down did not bring migration 15's function back")
+	}
+	numbers("down-at-15")
+}
