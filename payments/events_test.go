@@ -292,7 +292,9 @@ func TestAnIDStagedTwiceInOneTransactionIsItsSecondOccurrence(t *testing.T) {
 	t.Parallel()
 	s, pool := newStore(t)
 	ctx := context.Background()
-	seen := func(i int) payments.Event { return payments.EventFor(payments.KindSeen, payment(2, uint32(i), big.NewInt(int64(i))), 0) }
+	seen := func(i int) payments.Event {
+		return payments.EventFor(payments.KindSeen, payment(2, uint32(i), big.NewInt(int64(i))), 0)
+	}
 	for _, evs := range [][]payments.Event{
 		{seen(0), seen(1)},          // all new: one insert
 		{seen(2), seen(3), seen(2)}, // seen(2) twice, new: the general path
