@@ -53,11 +53,20 @@ type (
 	}
 )
 
+// UnmarshalJSON decodes an address, or nothing from null.
 func (f *optAddress) UnmarshalJSON(b []byte) error { return decodeOpt(b, &f.set, &f.v) }
-func (f *optHash) UnmarshalJSON(b []byte) error    { return decodeOpt(b, &f.set, &f.v) }
-func (f *optBytes) UnmarshalJSON(b []byte) error   { return decodeOpt(b, &f.set, &f.v) }
-func (f *optUint64) UnmarshalJSON(b []byte) error  { return decodeOpt(b, &f.set, &f.v) }
-func (f *optUint) UnmarshalJSON(b []byte) error    { return decodeOpt(b, &f.set, &f.v) }
+
+// UnmarshalJSON decodes a hash, or nothing from null.
+func (f *optHash) UnmarshalJSON(b []byte) error { return decodeOpt(b, &f.set, &f.v) }
+
+// UnmarshalJSON decodes hex bytes, or nothing from null.
+func (f *optBytes) UnmarshalJSON(b []byte) error { return decodeOpt(b, &f.set, &f.v) }
+
+// UnmarshalJSON decodes a hex quantity, or nothing from null.
+func (f *optUint64) UnmarshalJSON(b []byte) error { return decodeOpt(b, &f.set, &f.v) }
+
+// UnmarshalJSON decodes a hex quantity, or nothing from null.
+func (f *optUint) UnmarshalJSON(b []byte) error { return decodeOpt(b, &f.set, &f.v) }
 
 // decodeOpt decodes b into v, unless b is null (an absent field).
 func decodeOpt(b []byte, set *bool, v json.Unmarshaler) error {
