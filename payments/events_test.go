@@ -161,26 +161,11 @@ func TestAppendEventsNamesEachOccurrence(t *testing.T) {
 		}
 		return payments.EventFor(kind, p, id)
 	}
-	appendAll := func(evs ...payments.Event) []string {
-		tx, err := s.Begin(ctx, limits)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		kinds, err := tx.AppendEvents(ctx, evs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return kinds
-	}
-	if got := appendAll(ev(0, payments.KindSeen), ev(1, payments.KindSeen)); len(got) != 2 {
+	if got := appendCommitted(t, s, ev(0, payments.KindSeen), ev(1, payments.KindSeen)); len(got) != 2 {
 		t.Fatalf("recorded %v", got)
 	}
 	// ev(1) again, twice in one call, between two new ones.
-	if got := appendAll(ev(2, payments.KindSeen), ev(1, payments.KindSeen), ev(1, payments.KindSeen), ev(0, payments.KindConfirmed)); len(got) != 4 {
+	if got := appendCommitted(t, s, ev(2, payments.KindSeen), ev(1, payments.KindSeen), ev(1, payments.KindSeen), ev(0, payments.KindConfirmed)); len(got) != 4 {
 		t.Fatalf("recorded %v, want four events", got)
 	}
 	evs, err := s.Events(ctx, 0, 10)
@@ -295,21 +280,8 @@ func TestAnIDStagedTwiceInOneTransactionIsItsSecondOccurrence(t *testing.T) {
 	seen := func(i int) payments.Event {
 		return payments.EventFor(payments.KindSeen, payment(2, uint32(i), big.NewInt(int64(i))), 0)
 	}
-	for _, evs := range [][]payments.Event{
-		{seen(0), seen(1)},          // all new: one insert
-		{seen(2), seen(3), seen(2)}, // seen(2) twice, new: the general path
-	} {
-		tx, err := s.Begin(ctx, limits)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.AppendEvents(ctx, evs); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendCommitted(t, s, seen(0), seen(1))          // all new: one insert
+	appendCommitted(t, s, seen(2), seen(3), seen(2)) // seen(2) twice, new: the general path
 	evs, err := s.Events(ctx, 0, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -368,4 +340,24 @@ func TestACounterBehindItsEventsFailsTheCommit(t *testing.T) {
 	if paid != 1 || events != 1 || staged != 0 {
 		t.Fatalf("payments %d, events %d, staged %d; want 1, 1, 0", paid, events, staged)
 	}
+}
+
+// appendCommitted stages evs in a transaction of their own and commits it;
+// it returns their kinds.
+func appendCommitted(t *testing.T, s *payments.Store, evs ...payments.Event) []string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.Begin(ctx, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	kinds, err := tx.AppendEvents(ctx, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return kinds
 }
