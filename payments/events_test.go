@@ -312,15 +312,10 @@ func TestACounterBehindItsEventsFailsTheCommit(t *testing.T) {
 	s, pool := newStore(t)
 	ctx := context.Background()
 	record := func(p payments.Payment) error {
-		tx, err := s.Begin(ctx, limits)
-		if err != nil {
+		return inTx(s, func(ctx context.Context, tx *payments.Tx) error {
+			_, err := tx.InsertPayments(ctx, []payments.Payment{p})
 			return err
-		}
-		defer tx.Rollback()
-		if _, err := tx.InsertPayments(ctx, []payments.Payment{p}); err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
+		})
 	}
 	if err := record(payment(3, 0, big.NewInt(10))); err != nil {
 		t.Fatal(err)
@@ -346,18 +341,26 @@ func TestACounterBehindItsEventsFailsTheCommit(t *testing.T) {
 // it returns their kinds.
 func appendCommitted(t *testing.T, s *payments.Store, evs ...payments.Event) []string {
 	t.Helper()
-	ctx := context.Background()
-	tx, err := s.Begin(ctx, limits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	kinds, err := tx.AppendEvents(ctx, evs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
+	var kinds []string
+	if err := inTx(s, func(ctx context.Context, tx *payments.Tx) (err error) {
+		kinds, err = tx.AppendEvents(ctx, evs)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return kinds
+}
+
+// inTx runs fn in a transaction of s and commits it, unless fn fails.
+func inTx(s *payments.Store, fn func(context.Context, *payments.Tx) error) error {
+	ctx := context.Background()
+	tx, err := s.Begin(ctx, limits)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
