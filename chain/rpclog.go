@@ -53,22 +53,39 @@ type (
 	}
 )
 
-// UnmarshalJSON decodes an address, or nothing from null.
-func (f *optAddress) UnmarshalJSON(b []byte) error { return decodeOpt(b, &f.set, &f.v) }
+// UnmarshalJSON decodes an address; null leaves it absent.
+func (f *optAddress) UnmarshalJSON(b []byte) error {
+	*f = optAddress{}
+	return decodeOpt(b, &f.set, &f.v)
+}
 
-// UnmarshalJSON decodes a hash, or nothing from null.
-func (f *optHash) UnmarshalJSON(b []byte) error { return decodeOpt(b, &f.set, &f.v) }
+// UnmarshalJSON decodes a hash; null leaves it absent.
+func (f *optHash) UnmarshalJSON(b []byte) error {
+	*f = optHash{}
+	return decodeOpt(b, &f.set, &f.v)
+}
 
-// UnmarshalJSON decodes hex bytes, or nothing from null.
-func (f *optBytes) UnmarshalJSON(b []byte) error { return decodeOpt(b, &f.set, &f.v) }
+// UnmarshalJSON decodes hex bytes; null leaves them absent.
+func (f *optBytes) UnmarshalJSON(b []byte) error {
+	*f = optBytes{}
+	return decodeOpt(b, &f.set, &f.v)
+}
 
-// UnmarshalJSON decodes a hex quantity, or nothing from null.
-func (f *optUint64) UnmarshalJSON(b []byte) error { return decodeOpt(b, &f.set, &f.v) }
+// UnmarshalJSON decodes a hex quantity; null leaves it absent.
+func (f *optUint64) UnmarshalJSON(b []byte) error {
+	*f = optUint64{}
+	return decodeOpt(b, &f.set, &f.v)
+}
 
-// UnmarshalJSON decodes a hex quantity, or nothing from null.
-func (f *optUint) UnmarshalJSON(b []byte) error { return decodeOpt(b, &f.set, &f.v) }
+// UnmarshalJSON decodes a hex quantity; null leaves it absent.
+func (f *optUint) UnmarshalJSON(b []byte) error {
+	*f = optUint{}
+	return decodeOpt(b, &f.set, &f.v)
+}
 
-// decodeOpt decodes b into v, unless b is null (an absent field).
+// decodeOpt decodes b into v, unless b is null (an absent field). The
+// field was reset first: a key repeated with null leaves it absent, as it
+// left a pointer nil.
 func decodeOpt(b []byte, set *bool, v json.Unmarshaler) error {
 	if string(b) == "null" {
 		return nil

@@ -58,7 +58,7 @@ func TestRPCLogRequiresWhatTypesLogRequires(t *testing.T) {
 		"transactionHash": `"0x0400000000000000000000000000000000000000000000000000000000000000"`,
 	}
 	for missing := range fields {
-		for _, absent := range []string{"absent", "null"} {
+		for _, absent := range []string{"absent", "null", "then null"} {
 			t.Run(missing+"/"+absent, func(t *testing.T) {
 				t.Parallel()
 				var parts []string
@@ -68,6 +68,8 @@ func TestRPCLogRequiresWhatTypesLogRequires(t *testing.T) {
 						parts = append(parts, `"`+k+`":`+v)
 					case absent == "null":
 						parts = append(parts, `"`+k+`":null`)
+					default: // sent, then repeated as null
+						parts = append(parts, `"`+k+`":`+v, `"`+k+`":null`)
 					}
 				}
 				doc := "[{" + strings.Join(parts, ",") + "}]"

@@ -364,3 +364,49 @@ func inTx(s *payments.Store, fn func(context.Context, *payments.Tx) error) error
 	}
 	return tx.Commit(ctx)
 }
+
+// TestNewEventsAreMovedInOneInsert tells which numbering ran: the one insert
+// of new events runs in a subtransaction of the commit, so its rows carry
+// an xmin no payment carries; the general numbering, which runs when an id
+// repeats, inserts under the transaction's own, that of the payments it
+// inserted.
+func TestNewEventsAreMovedInOneInsert(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	p0, p1, p2 := payment(5, 0, big.NewInt(1)), payment(5, 1, big.NewInt(2)), payment(5, 2, big.NewInt(3))
+	var first []payments.Inserted
+	if err := inTx(s, func(ctx context.Context, tx *payments.Tx) (err error) {
+		first, err = tx.InsertPayments(ctx, []payments.Payment{p0, p1})
+		return err
+	}); err != nil || len(first) != 2 {
+		t.Fatalf("inserted %d: %v", len(first), err)
+	}
+	// p0's confirmed event again (a later occurrence), then p2's.
+	again := payments.EventFor(payments.KindConfirmed, p0, first[0].ID)
+	if err := inTx(s, func(ctx context.Context, tx *payments.Tx) error {
+		if _, err := tx.AppendEvents(ctx, []payments.Event{again}); err != nil {
+			return err
+		}
+		_, err := tx.InsertPayments(ctx, []payments.Payment{p2})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT e.seq || ' ' || e.event_id || ' ' ||
+		       CASE WHEN EXISTS (SELECT 1 FROM payments p WHERE p.xmin = e.xmin) THEN 'general' ELSE 'one insert' END
+		FROM payment_events e ORDER BY e.seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(p payments.Payment) string { return payments.EventFor(payments.KindConfirmed, p, 1).EventID }
+	want := []string{"1 " + ev(p0) + " one insert", "2 " + ev(p1) + " one insert", "3 " + ev(p0) + ":2 general", "4 " + ev(p2) + " general"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

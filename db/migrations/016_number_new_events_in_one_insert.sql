@@ -54,7 +54,9 @@ BEGIN
     -- recorded or repeated id makes it fail on the unique index on event_id;
     -- its subtransaction then undoes it (the staged rows are back) and the
     -- general numbering below runs. Both give the same seqs when no id
-    -- repeats.
+    -- repeats. The counter row, locked above, is written after the block,
+    -- by this transaction itself: written inside the subtransaction, its
+    -- lock would be kept as a MultiXact at every commit.
     BEGIN
         WITH staged AS (
             DELETE FROM payment_events_staged RETURNING *
@@ -67,62 +69,60 @@ BEGIN
             RETURNING 1
         )
         SELECT count(*) INTO moved FROM ins;
-        IF moved > 0 THEN
-            UPDATE payment_event_seq SET last_seq = last + moved;
-            PERFORM pg_notify('burnpoller_events', '{"seq":' || (last + moved) || '}');
-        END IF;
-        RETURN NULL;
     EXCEPTION WHEN unique_violation THEN
         GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
         IF violated IS DISTINCT FROM 'payment_events_event_id_key' THEN
             RAISE;
         END IF;
+        moved := NULL;
     END;
-    -- Some id repeats. Each staged event goes into payment_events under its
-    -- id, unless that id is recorded already, or was staged earlier by this
-    -- transaction (a later occurrence of that step): the unique index on
-    -- event_id says so as it inserts, and the event stays staged, its seq in
-    -- ord.
-    WITH staged AS (
-        DELETE FROM payment_events_staged RETURNING *
-    ), numbered AS (
-        SELECT last + row_number() OVER (ORDER BY s.ord) AS seq,
-               row_number() OVER (PARTITION BY s.event_id ORDER BY s.ord) AS rank, s.*
-        FROM staged s
-    ), ins AS (
-        -- Of one id staged twice, the first staged takes it.
-        INSERT INTO payment_events (seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
-                                    block_hash, payer, digest, amount, burned_at, payment_id, reason)
-        SELECT n.seq, n.event_id, n.kind, n.chain_id, n.contract, n.tx_hash, n.log_index, n.block_number,
-               n.block_hash, n.payer, n.digest, n.amount, n.burned_at, n.payment_id, n.reason
-        FROM numbered n WHERE n.rank = 1
-        ON CONFLICT (event_id) DO NOTHING
-        RETURNING seq
-    ), later AS (
-        INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
-                                           block_hash, payer, digest, amount, burned_at, payment_id, reason)
-        SELECT n.seq, n.event_id, n.kind, n.chain_id, n.contract, n.tx_hash, n.log_index, n.block_number,
-               n.block_hash, n.payer, n.digest, n.amount, n.burned_at, n.payment_id, n.reason
-        FROM numbered n WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.seq = n.seq)
-        RETURNING 1
-    )
-    SELECT (SELECT count(*) FROM numbered), (SELECT count(*) FROM later) INTO moved, kept;
-    -- A later occurrence takes the first free :<n>, n from 2, in seq order.
-    IF kept > 0 THEN
-        FOR again IN SELECT ctid AS row, ord, event_id FROM payment_events_staged ORDER BY ord LOOP
-            nth := 2;
-            LOOP
-                candidate := again.event_id || ':' || nth;
-                EXIT WHEN NOT EXISTS (SELECT 1 FROM payment_events WHERE event_id = candidate);
-                nth := nth + 1;
-            END LOOP;
+    IF moved IS NULL THEN
+        -- Some id repeats. Each staged event goes into payment_events under
+        -- its id, unless that id is recorded already, or was staged earlier
+        -- by this transaction (a later occurrence of that step): the unique
+        -- index on event_id says so as it inserts, and the event stays
+        -- staged, its seq in ord.
+        WITH staged AS (
+            DELETE FROM payment_events_staged RETURNING *
+        ), numbered AS (
+            SELECT last + row_number() OVER (ORDER BY s.ord) AS seq,
+                   row_number() OVER (PARTITION BY s.event_id ORDER BY s.ord) AS rank, s.*
+            FROM staged s
+        ), ins AS (
+            -- Of one id staged twice, the first staged takes it.
             INSERT INTO payment_events (seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
                                         block_hash, payer, digest, amount, burned_at, payment_id, reason)
-            SELECT s.ord, candidate, s.kind, s.chain_id, s.contract, s.tx_hash, s.log_index, s.block_number,
-                   s.block_hash, s.payer, s.digest, s.amount, s.burned_at, s.payment_id, s.reason
-            FROM payment_events_staged s WHERE s.ctid = again.row;
-            DELETE FROM payment_events_staged WHERE ctid = again.row;
-        END LOOP;
+            SELECT n.seq, n.event_id, n.kind, n.chain_id, n.contract, n.tx_hash, n.log_index, n.block_number,
+                   n.block_hash, n.payer, n.digest, n.amount, n.burned_at, n.payment_id, n.reason
+            FROM numbered n WHERE n.rank = 1
+            ON CONFLICT (event_id) DO NOTHING
+            RETURNING seq
+        ), later AS (
+            INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+                                               block_hash, payer, digest, amount, burned_at, payment_id, reason)
+            SELECT n.seq, n.event_id, n.kind, n.chain_id, n.contract, n.tx_hash, n.log_index, n.block_number,
+                   n.block_hash, n.payer, n.digest, n.amount, n.burned_at, n.payment_id, n.reason
+            FROM numbered n WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.seq = n.seq)
+            RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM numbered), (SELECT count(*) FROM later) INTO moved, kept;
+        -- A later occurrence takes the first free :<n>, n from 2, in seq order.
+        IF kept > 0 THEN
+            FOR again IN SELECT ctid AS row, ord, event_id FROM payment_events_staged ORDER BY ord LOOP
+                nth := 2;
+                LOOP
+                    candidate := again.event_id || ':' || nth;
+                    EXIT WHEN NOT EXISTS (SELECT 1 FROM payment_events WHERE event_id = candidate);
+                    nth := nth + 1;
+                END LOOP;
+                INSERT INTO payment_events (seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+                                            block_hash, payer, digest, amount, burned_at, payment_id, reason)
+                SELECT s.ord, candidate, s.kind, s.chain_id, s.contract, s.tx_hash, s.log_index, s.block_number,
+                       s.block_hash, s.payer, s.digest, s.amount, s.burned_at, s.payment_id, s.reason
+                FROM payment_events_staged s WHERE s.ctid = again.row;
+                DELETE FROM payment_events_staged WHERE ctid = again.row;
+            END LOOP;
+        END IF;
     END IF;
     IF moved > 0 THEN
         UPDATE payment_event_seq SET last_seq = last + moved;
