@@ -97,6 +97,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzDecodeBurn$$' -fuzztime $(FUZZTIME) ./chain
 	go test -run '^$$' -fuzz '^FuzzParseRangeLimit$$' -fuzztime $(FUZZTIME) ./chain
 	go test -run '^$$' -fuzz '^FuzzClassifyReply$$' -fuzztime $(FUZZTIME) ./chain
+	go test -run '^$$' -fuzz '^FuzzRPCLogDecodesAsTypesLog$$' -fuzztime $(FUZZTIME) ./chain
 	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) ./cmd/poller
 	go test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) ./database
 

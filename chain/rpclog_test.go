@@ -112,3 +112,47 @@ func TestRPCLogAboveMaxBlockIsABadReply(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRPCLogDecodesAsTypesLog: whatever a node sends, the one-pass decoder
+// accepts a log only where go-ethereum's own decoder does, with the same
+// values, and refuses one it accepts only for a block above MaxBlock.
+func FuzzRPCLogDecodesAsTypesLog(f *testing.F) {
+	const fields = `"address":"0x0100000000000000000000000000000000000000","topics":["0x0200000000000000000000000000000000000000000000000000000000000000"],"data":"0x0a","transactionHash":"0x0400000000000000000000000000000000000000000000000000000000000000"`
+	for _, seed := range []string{
+		`[{` + fields + `,"blockNumber":"0xc","transactionIndex":"0x3","blockHash":"0x0500000000000000000000000000000000000000000000000000000000000000","logIndex":"0x9","removed":true}]`,
+		`[{` + fields + `,"blockNumber":null,"blockHash":null}]`,
+		`[{` + fields + `,"address":null}]`,
+		`[{` + fields + `,"data":"0xa"}]`,
+		`[{` + fields + `,"logIndex":7}]`,
+		`[{` + fields + `,"blockNumber":"0x4000000000000001"}]`,
+		`[null,{}]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var raw []rpcLog
+		var got []types.Log
+		err := json.Unmarshal(doc, &raw)
+		if err == nil {
+			got, err = toLogs(raw)
+		}
+		var want []types.Log
+		wantErr := json.Unmarshal(doc, &want)
+		for i := range want {
+			want[i].BlockTimestamp = 0 // not read by burnpoller
+		}
+		switch {
+		case err == nil && wantErr != nil:
+			t.Fatalf("accepted %s, which go-ethereum refuses: %v", doc, wantErr)
+		case err == nil && !reflect.DeepEqual(got, want):
+			t.Fatalf("decoded %s as %+v, go-ethereum as %+v", doc, got, want)
+		case err != nil && wantErr == nil:
+			for _, l := range want {
+				if l.BlockNumber > MaxBlock && errors.Is(err, ErrBadReply) {
+					return
+				}
+			}
+			t.Fatalf("refused %s, which go-ethereum accepts: %v", doc, err)
+		}
+	})
+}
