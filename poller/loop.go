@@ -93,7 +93,8 @@ type Loop struct {
 	// did (see skip).
 	woken time.Time
 	// moved is where this replica's last committed transaction left the
-	// cursor (-2 before one), so that it knows its own moves (see yield).
+	// cursor (-2 before one; the seeded block when the cursor was still
+	// there at start), so that it knows its own moves (see yield).
 	moved int64
 
 	// Signals are for tests; set them up before Run.
@@ -327,6 +328,10 @@ func (l *Loop) seed(ctx context.Context) error {
 		if c.Block != start {
 			l.log.Info("cursor exists; START_BLOCK does not move it",
 				slog.String("cursor_id", c.ID), slog.Int64("cursor_block", c.Block), slog.Int64("start_block", l.cfg.StartBlock))
+		} else {
+			// A cursor no replica has moved yet (this one's seed, or
+			// another's a moment ago) is nobody's catch-up to yield to.
+			l.moved = c.Block
 		}
 		l.metrics.cursor(c.Block)
 		return c, nil

@@ -965,3 +965,26 @@ func TestAReplicaHandsBackACursorAnotherJustMoved(t *testing.T) {
 		t.Fatalf("first range after the takeover = %v, want one from block 10", got)
 	}
 }
+
+// TestAFreshCursorIsNotHandedBackToItsOwnSeed: a cursor nobody has moved
+// since it was seeded, a moment ago, is no other replica's catch-up: the
+// replica that seeded it records its first range at once, without handing
+// the row back (which cost every first start 200 ms).
+func TestAFreshCursorIsNotHandedBackToItsOwnSeed(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(9)
+	b := node.addBurn(4, 1, 0, 5)
+	h := newHarness(t, node)
+	l, stop := h.start()
+	defer func() { _ = stop() }()
+	l.Signals.Committed.Wait(t, 10*time.Second)
+	select {
+	case <-l.Signals.Standby.C():
+		t.Fatal("the replica handed back the cursor it had just seeded")
+	default:
+	}
+	h.waitCursor(9)
+	if got, want := h.ledger(), expected(b); !slices.Equal(got, want) {
+		t.Fatalf("ledger:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
