@@ -55,43 +55,43 @@ type (
 
 // UnmarshalJSON decodes an address; null leaves it absent.
 func (f *optAddress) UnmarshalJSON(b []byte) error {
-	*f = optAddress{}
 	return decodeOpt(b, &f.set, &f.v)
 }
 
 // UnmarshalJSON decodes a hash; null leaves it absent.
 func (f *optHash) UnmarshalJSON(b []byte) error {
-	*f = optHash{}
 	return decodeOpt(b, &f.set, &f.v)
 }
 
 // UnmarshalJSON decodes hex bytes; null leaves them absent.
 func (f *optBytes) UnmarshalJSON(b []byte) error {
-	*f = optBytes{}
 	return decodeOpt(b, &f.set, &f.v)
 }
 
 // UnmarshalJSON decodes a hex quantity; null leaves it absent.
 func (f *optUint64) UnmarshalJSON(b []byte) error {
-	*f = optUint64{}
 	return decodeOpt(b, &f.set, &f.v)
 }
 
 // UnmarshalJSON decodes a hex quantity; null leaves it absent.
 func (f *optUint) UnmarshalJSON(b []byte) error {
-	*f = optUint{}
 	return decodeOpt(b, &f.set, &f.v)
 }
 
-// decodeOpt decodes b into v, unless b is null (an absent field). The
-// field was reset first: a key repeated with null leaves it absent, as it
+// decodeOpt decodes b into v, unless b is null (an absent field). It
+// resets the field first: a key repeated with null leaves it absent, as it
 // left a pointer nil.
-func decodeOpt(b []byte, set *bool, v json.Unmarshaler) error {
+func decodeOpt[T any, P interface {
+	*T
+	json.Unmarshaler
+}](b []byte, set *bool, v *T) error {
+	var zero T
+	*v, *set = zero, false
 	if string(b) == "null" {
 		return nil
 	}
 	*set = true
-	return v.UnmarshalJSON(b)
+	return P(v).UnmarshalJSON(b)
 }
 
 // toLogs converts raw logs, each of which must carry the required fields.
