@@ -62,31 +62,57 @@ type Deps struct {
 // Prepare waits, with back-off, for the database, the schema (applying the
 // migrations when asked), the payment hook (prepared, and agreed with the
 // group) and the node (chain id, finality tag), and returns the prepared
-// hook (nil for none). It fails at once only on what waiting cannot fix: a
-// schema newer than this binary, a migration the database rejects, or an
-// error wrapping ErrRefused. beat is called on every attempt.
-func Prepare(ctx context.Context, p Prep, d Deps, beat func()) (*payments.Hook, error) {
+// hook (nil for none). The node is asked while the database steps run (they
+// share nothing, and behind a provider each is a round trip or more), so a
+// node on the wrong chain is refused even while the database is still down.
+// It fails at once only on what waiting cannot fix: a schema newer than this
+// binary, a migration the database rejects, or an error wrapping
+// ErrRefused; the first such failure of either side ends the other. beat is
+// called on every attempt.
+func Prepare(parent context.Context, p Prep, d Deps, beat func()) (*payments.Hook, error) {
 	s := &startup{p: p, d: d, beat: beat}
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	nodeDone := make(chan struct{})
+	go func() {
+		err := s.node(ctx)
+		if err != nil {
+			cancel(err)
+		}
+		close(nodeDone)
+	}()
+	hook, err := s.databaseSide(ctx)
+	if err != nil {
+		cancel(err)
+	}
+	<-nodeDone
+	switch {
+	case parent.Err() != nil:
+		return nil, parent.Err()
+	case ctx.Err() != nil:
+		// The side that failed first names the failure; the other only
+		// saw its context end.
+		return nil, context.Cause(ctx)
+	}
+	// Last: a replica that would replace the recorded hook does so only
+	// once it knows it can run (a wrong chain or a node without the
+	// finality tag must not stop the others' crediting).
+	if err := s.agreeOnHook(parent); err != nil {
+		return nil, err
+	}
+	return hook, nil
+}
+
+// databaseSide is Prepare's part on the database: reachable, the schema,
+// the hook prepared.
+func (s *startup) databaseSide(ctx context.Context) (*payments.Hook, error) {
 	if err := s.database(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.schema(ctx); err != nil {
 		return nil, err
 	}
-	hook, err := s.hook(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.node(ctx); err != nil {
-		return nil, err
-	}
-	// Last: a replica that would replace the recorded hook does so only
-	// once it knows it can run (a wrong chain or a node without the
-	// finality tag must not stop the others' crediting).
-	if err := s.agreeOnHook(ctx); err != nil {
-		return nil, err
-	}
-	return hook, nil
+	return s.hook(ctx)
 }
 
 // Ready checks once, without waiting, what a one-shot command that reads
