@@ -45,13 +45,20 @@ func node(t *testing.T) (*devchain.Chain, *chain.Endpoints) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	cl, err := chain.Dial(ctx, c.Info().RPCURL, chain.Options{Timeout: 5 * time.Second})
+	return c, endpoints(t, c.Info().RPCURL, c.Info().ChainID, 5*time.Second)
+}
+
+// endpoints are the endpoints of one node at url, expecting chainID, each
+// call bounded by timeout.
+func endpoints(t *testing.T, url string, chainID uint64, timeout time.Duration) *chain.Endpoints {
+	t.Helper()
+	cl, err := chain.Dial(context.Background(), url, chain.Options{Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps := chain.NewEndpoints([]*chain.Client{cl}, chain.EndpointsConfig{ChainID: c.Info().ChainID, Finality: chain.FinalityFinalized, MaxRange: 100}, nil, discard)
+	eps := chain.NewEndpoints([]*chain.Client{cl}, chain.EndpointsConfig{ChainID: chainID, Finality: chain.FinalityFinalized, MaxRange: 100}, nil, discard)
 	t.Cleanup(eps.Close)
-	return c, eps
+	return eps
 }
 
 var discard = slog.New(slog.DiscardHandler)
