@@ -35,9 +35,11 @@ func TestPrepareFailsAtOnceOnEitherSide(t *testing.T) {
 		want error
 	}{
 		{"wrong chain, database down", service.Prep{ChainID: wrong}, func(t *testing.T) service.Deps {
+			t.Helper()
 			return downDatabase(t, endpoints(t, c.Info().RPCURL, wrong, 5*time.Second))
 		}, chain.ErrWrongChain},
 		{"bad hook, node mute", service.Prep{ChainID: 1337, HookSQL: "TRUNCATE payments"}, func(t *testing.T) service.Deps {
+			t.Helper()
 			eps, _ := muteNode(t)
 			pool, _ := pgtest.NewPool(t)
 			return service.Deps{Pool: pool, Store: payments.NewStore(pool), Nodes: eps, Log: discard}
