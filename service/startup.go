@@ -81,7 +81,7 @@ func Prepare(parent context.Context, p Prep, d Deps, beat func()) (*payments.Hoo
 		}
 		close(nodeDone)
 	}()
-	hook, err := s.databaseSide(ctx)
+	hook, err := s.databaseSide(ctx, parent)
 	if err != nil {
 		cancel(err)
 	}
@@ -104,12 +104,14 @@ func Prepare(parent context.Context, p Prep, d Deps, beat func()) (*payments.Hoo
 }
 
 // databaseSide is Prepare's part on the database: reachable, the schema,
-// the hook prepared.
-func (s *startup) databaseSide(ctx context.Context) (*payments.Hook, error) {
+// the hook prepared. ctx ends its waits; a migration it has begun runs
+// under stop (Prepare's own context) instead, so that the node side's
+// refusal does not cut it half-way: only a stop does.
+func (s *startup) databaseSide(ctx, stop context.Context) (*payments.Hook, error) {
 	if err := s.database(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.schema(ctx); err != nil {
+	if err := s.schema(ctx, stop); err != nil {
 		return nil, err
 	}
 	return s.hook(ctx)
@@ -177,8 +179,9 @@ func (s *startup) database(ctx context.Context) error {
 	})
 }
 
-// schema applies the migrations when asked, else waits for them.
-func (s *startup) schema(ctx context.Context) error {
+// schema applies the migrations when asked (each attempt under stop, once
+// begun), else waits for them.
+func (s *startup) schema(ctx, stop context.Context) error {
 	if !s.p.Migrate {
 		return s.retry(ctx, "database schema not ready", func() error {
 			err := migrations.Check(ctx, s.d.Pool)
@@ -199,7 +202,10 @@ func (s *startup) schema(ctx context.Context) error {
 				return err
 			}
 		}
-		from, err := Migrate(ctx, sessions)
+		if ctx.Err() != nil {
+			return backoff.Permanent(context.Cause(ctx))
+		}
+		from, err := Migrate(stop, sessions)
 		if err == nil && from != migrations.Latest() {
 			s.d.Log.Info("migrated the database", slog.Int("from", int(from)), slog.Int("to", int(migrations.Latest())))
 		}

@@ -2,7 +2,9 @@ package service_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/service"
@@ -74,6 +78,87 @@ func TestPrepareStoppedReturnsTheStop(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, service.ErrRefused) {
 		t.Fatalf("Prepare = %v, want context.Canceled", err)
+	}
+}
+
+// TestAMigrationBegunIsNotCutByTheNodesRefusal: the node side's refusal
+// ends the database side's waits, but not a migration it has begun (here
+// queued behind another migrator's lock when the node reports another
+// chain): the migration runs to the end, and then the refusal is returned.
+// Cut, it would leave the schema half-migrated until the next migrator.
+func TestAMigrationBegunIsNotCutByTheNodesRefusal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dbURL := pgtest.NewDatabase(t)
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	other, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close(context.Background()) })
+	// The key burnpoller's migrators queue on (db/migrations).
+	const migrateLockKey = 0x6275726e706f6c6c
+	if _, err := other.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLockKey)); err != nil {
+		t.Fatal(err)
+	}
+	// The node answers eth_chainId with chain 5 once told to.
+	answer, answered := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-answer:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":"0x5"}`, req.ID)
+		close(answered)
+	}))
+	t.Cleanup(srv.Close)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := service.Prepare(ctx, service.Prep{ChainID: 1337, Migrate: true},
+			service.Deps{Pool: pool, Store: payments.NewStore(pool), Nodes: endpoints(t, srv.URL, 1337, time.Minute), Log: discard}, func() {})
+		done <- err
+	}()
+	// The migrator is queued behind the lock (it polls for it).
+	for {
+		var queued bool
+		if err := other.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
+			AND pid <> pg_backend_pid() AND query LIKE '%pg_try_advisory_lock%')`).Scan(&queued); err != nil {
+			t.Fatal(err)
+		}
+		if queued {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Prepare returned %v before migrating", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	close(answer)
+	<-answered
+	if _, err := other.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(migrateLockKey)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, service.ErrRefused) || !errors.Is(err, chain.ErrWrongChain) {
+		t.Fatalf("Prepare = %v, want ErrRefused and ErrWrongChain", err)
+	}
+	v, err := migrations.Current(ctx, pool)
+	if err != nil || v != migrations.Latest() {
+		t.Fatalf("schema at %d (%v) after the refusal, want %d: the migration was cut", v, err, migrations.Latest())
 	}
 }
 
