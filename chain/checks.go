@@ -31,6 +31,11 @@ func (e *Endpoints) Verify(ctx context.Context) error {
 	if verified == 0 {
 		return fmt.Errorf("%w: %w", ErrNoEndpoint, errors.Join(errs...))
 	}
+	if ctx.Err() != nil {
+		// Given up on (start-up ended on another failure, or a stop): an
+		// endpoint cut short is no news.
+		return nil
+	}
 	for _, err := range errs {
 		e.log.Warn("endpoint not reachable yet; it will be checked before use", slog.Any("err", err))
 	}

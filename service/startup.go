@@ -86,6 +86,11 @@ func Prepare(parent context.Context, p Prep, d Deps, beat func()) (*payments.Hoo
 		cancel(err)
 	}
 	<-nodeDone
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) && parent.Err() == nil {
+		// The node refused first, and then a migration begun meanwhile
+		// failed on its own: the refusal is returned, this is told.
+		s.d.Log.Warn("the database side of start-up failed as well", slog.Any("err", err))
+	}
 	switch {
 	case parent.Err() != nil:
 		return nil, parent.Err()
