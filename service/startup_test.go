@@ -74,7 +74,13 @@ func TestPrepareStoppedReturnsTheStop(t *testing.T) {
 		_, err := service.Prepare(ctx, service.Prep{ChainID: 1337}, downDatabase(t, eps), func() {})
 		done <- err
 	}()
-	<-asked
+	select {
+	case <-asked:
+	case err := <-done:
+		t.Fatalf("Prepare returned %v before it was stopped", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the node was not asked while the database was down")
+	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, service.ErrRefused) {
 		t.Fatalf("Prepare = %v, want context.Canceled", err)
