@@ -106,9 +106,7 @@ func TestAMigrationBegunIsNotCutByTheNodesRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = other.Close(context.Background()) })
-	// The key burnpoller's migrators queue on (db/migrations).
-	const migrateLockKey = 0x6275726e706f6c6c
-	if _, err := other.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLockKey)); err != nil {
+	if _, err := other.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrations.LockKey)); err != nil {
 		t.Fatal(err)
 	}
 	// The node answers eth_chainId with chain 5 once told to.
@@ -156,7 +154,7 @@ func TestAMigrationBegunIsNotCutByTheNodesRefusal(t *testing.T) {
 	}
 	close(answer)
 	<-answered
-	if _, err := other.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(migrateLockKey)); err != nil {
+	if _, err := other.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(migrations.LockKey)); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; !errors.Is(err, service.ErrRefused) || !errors.Is(err, chain.ErrWrongChain) {

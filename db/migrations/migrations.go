@@ -90,9 +90,9 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (from int32, err error) {
 // waiting for its client.
 const migrateIdleLimit = "60s"
 
-// migrateLockKey is the advisory lock burnpoller's migrators queue on before
-// tern takes its own.
-const migrateLockKey = 0x6275726e706f6c6c // "burnpoll"
+// LockKey is the advisory lock burnpoller's migrators queue on before tern
+// takes its own (in pg_locks, a session waiting to migrate or migrating).
+const LockKey = 0x6275726e706f6c6c // "burnpoll"
 
 // MigrateTo brings the database to version (tests use it to build older
 // schemas) and returns the version it found. Concurrent migrators take turns.
@@ -120,7 +120,7 @@ func MigrateTo(ctx context.Context, conn *pgx.Conn, version int32) (from int32, 
 		// Released even when ctx is done; a lost connection releases it too.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if _, uerr := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, int64(migrateLockKey)); uerr != nil && err == nil {
+		if _, uerr := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, int64(LockKey)); uerr != nil && err == nil {
 			err = fmt.Errorf("releasing the migration lock: %w", uerr)
 		}
 		if _, uerr := conn.Exec(uctx, `RESET idle_in_transaction_session_timeout`); uerr != nil && err == nil {
@@ -138,7 +138,7 @@ func lock(ctx context.Context, conn *pgx.Conn) error {
 	defer t.Stop()
 	for {
 		var ok bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(migrateLockKey)).Scan(&ok); err != nil {
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(LockKey)).Scan(&ok); err != nil {
 			return fmt.Errorf("taking the migration lock: %w", err)
 		}
 		if ok {
