@@ -9,7 +9,7 @@ CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
 .PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-quick bench-real bench-groups contracts demo lint compose-check clean
 
-# Each fuzz target runs a fixed number of inputs, about 15 s each on a 2-core
+# Each fuzz target runs a fixed number of inputs, 10-30 s each on a 2-core
 # machine, not for a wall-clock -fuzztime: a duration races Go's fuzzing
 # coordinator at its deadline, which then fails the target with a bare
 # "context deadline exceeded" and no crasher (golang/go#75804, fixed after
