@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/devchain"
@@ -125,6 +126,22 @@ func pauseOnce(t *testing.T, pool *pgxpool.Pool, contract common.Address, kind s
 			WHERE datname = current_database() AND wait_event = 'PgSleep'`).Scan(&pid)
 		return pid
 	}
+}
+
+// justPastFinality waits until the chain's head is at most three blocks past
+// its finalized block.
+func justPastFinality(t *testing.T, rpcURL string) {
+	t.Helper()
+	c, err := ethclient.Dial(rpcURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitFor(t, time.Minute, "the head just past the finalized block", func() bool {
+		f := finalizedBlock(t, rpcURL)
+		head, err := c.BlockNumber(context.Background())
+		return err == nil && head >= f && head-f <= 3
+	})
 }
 
 // freezeInside waits for g's writer to sleep in the paused statement,
@@ -333,6 +350,11 @@ func TestAFrozenHeadTrackerCostsAnotherGroupNothing(t *testing.T) {
 			// first looks at pg_stat_activity with three pollers and the
 			// node on the same cores.
 			sleeping := pauseOnce(t, pool, a.contract, payments.KindSeen, 10*time.Second)
+			// Sent just past a finalized block, the burn stays above
+			// finality for about 3 s, ample for a's head tracking to
+			// stage its seen; sent just before one, the range could
+			// confirm it first, with no seen to pause on.
+			justPastFinality(t, info.RPCURL)
 			sendBurns(t, info, 1, 0)
 			frozen := freezeInside(t, pool, a, sleeping)
 			stop := make(chan struct{})
