@@ -18,10 +18,15 @@ import (
 var ErrNoSessions = errors.New("the connection does not keep session state between transactions (a pooler in transaction mode?)")
 
 // KeepsSessions reports whether connections made with cc keep their session
-// between transactions: it sets a session setting on one connection, holds
-// a transaction open on a second one (so that a transaction pooler must
-// hand the first another server connection), and reads the setting back on
-// the first. It opens and closes two connections of its own.
+// between transactions. One connection sets a session setting; then, round
+// after round, a second one holds a transaction open (so that a transaction
+// pooler hands the first another server connection when it took the
+// first's) while the first reads its backend and the setting back. A
+// pooler shows as the first connection on another backend or without its
+// setting, or as the second on the first's backend. Another client's
+// transaction ending between the steps can give the first its backend back
+// in one round, so it takes every round to say yes; a direct connection
+// never shows either. It opens and closes two connections of its own.
 func KeepsSessions(ctx context.Context, cc *pgx.ConnConfig) (bool, error) {
 	c1, err := pgx.ConnectConfig(ctx, cc.Copy())
 	if err != nil {
@@ -36,21 +41,41 @@ func KeepsSessions(ctx context.Context, cc *pgx.ConnConfig) (bool, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	token := hex.EncodeToString(b)
-	if _, err := c1.Exec(ctx, `SELECT set_config('burnpoller.session_probe', $1, false)`, token); err != nil {
+	var backend int32
+	if err := c1.QueryRow(ctx, `SELECT pg_backend_pid(), set_config('burnpoller.session_probe', $1, false)`, token).Scan(&backend, new(string)); err != nil {
 		return false, fmt.Errorf("probing the session: %w", err)
 	}
+	for range sessionProbeRounds {
+		kept, err := probeRound(ctx, c1, c2, backend, token)
+		if err != nil || !kept {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// sessionProbeRounds is how many rounds KeepsSessions takes to say yes.
+const sessionProbeRounds = 32
+
+// probeRound is one round of KeepsSessions: false when c1 is no longer on
+// backend with token set, or c2 is on it.
+func probeRound(ctx context.Context, c1, c2 *pgx.Conn, backend int32, token string) (bool, error) {
 	tx, err := c2.Begin(ctx)
 	if err != nil {
 		// A pooler in statement mode refuses transactions.
 		return false, nil
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+	var other int32
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&other); err != nil || other == backend {
 		return false, nil
 	}
-	var got string
-	if err := c1.QueryRow(ctx, `SELECT coalesce(current_setting('burnpoller.session_probe', true), '')`).Scan(&got); err != nil {
+	var (
+		now int32
+		got string
+	)
+	if err := c1.QueryRow(ctx, `SELECT pg_backend_pid(), coalesce(current_setting('burnpoller.session_probe', true), '')`).Scan(&now, &got); err != nil {
 		return false, fmt.Errorf("probing the session: %w", err)
 	}
-	return got == token, nil
+	return now == backend && got == token, nil
 }
