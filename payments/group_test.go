@@ -3,10 +3,14 @@ package payments_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/big"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/payments"
 )
@@ -185,5 +189,130 @@ func TestLedgerRowsAndOrphans(t *testing.T) {
 	again.BlockHash = "0x" + strings.Repeat("99", 32)
 	if n := commitRange(t, s, "c", 30, 31, []payments.Payment{again, again}); n != 1 {
 		t.Fatalf("%d inserted under the orphaned row's key, want 1", n)
+	}
+}
+
+// TestAKeyNamesItsContract: one transaction burns on the contracts of
+// three groups on one chain and is re-included so that its log 7 is group
+// A's burn in one block, B's in another and C's in a third (a log index is
+// a place in a block). Each group's rows are its own: B's pending row and
+// payment do not wait on A's uncommitted ones, B's insert is not taken for
+// a duplicate once A commits, B's settling of its range leaves A's pending
+// row alone, and each group finds only its own recorded payment.
+func TestAKeyNamesItsContract(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	burn := func(contract string, block int64, amount int64) payments.Payment {
+		p := payment(7, 7, big.NewInt(amount))
+		p.Contract, p.BlockNumber, p.BlockHash = contract, block, "0x"+strings.Repeat(fmt.Sprintf("%02x", block), 32)
+		return p
+	}
+	a := burn("0x"+strings.Repeat("aa", 20), 12, 100)
+	b := burn("0x"+strings.Repeat("bb", 20), 13, 200)
+	c := burn("0x"+strings.Repeat("cc", 20), 14, 300)
+
+	// A's transaction has put its pending row and inserted its payment
+	// and rejected log, and is still open (a frozen replica).
+	txA, err := s.Begin(ctx, payments.Limits{LockWait: time.Minute, TxTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txA.Rollback()
+	if err := txA.PutPending(ctx, []payments.Payment{a}); err != nil {
+		t.Fatal(err)
+	}
+	if ins, err := txA.InsertPayments(ctx, []payments.Payment{a}); err != nil || len(ins) != 1 {
+		t.Fatalf("A's insert = %d, %v", len(ins), err)
+	}
+	rejected := func(p payments.Payment) payments.RejectedLog {
+		return payments.RejectedLog{ChainID: p.ChainID, Contract: p.Contract, TxHash: p.TxHash, LogIndex: p.LogIndex,
+			BlockNumber: p.BlockNumber, BlockHash: p.BlockHash, Raw: []byte(`{}`), Reason: "x"}
+	}
+	if n, err := txA.InsertRejected(ctx, []payments.RejectedLog{rejected(a)}); err != nil || n != 1 {
+		t.Fatalf("A's rejected log = %d, %v", n, err)
+	}
+
+	// B and C wait at most 100 ms for any lock: a row of A's in their way
+	// fails them.
+	short := payments.Limits{LockWait: 100 * time.Millisecond, TxTimeout: 5 * time.Second}
+	for _, p := range []payments.Payment{b, c} {
+		tx, err := s.Begin(ctx, short)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if err := tx.PutPending(ctx, []payments.Payment{p}); err != nil {
+			t.Fatalf("%s's pending row beside A's open one: %v", p.Contract, err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txB, err := s.Begin(ctx, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txB.Rollback()
+	if n, err := txB.InsertRejected(ctx, []payments.RejectedLog{rejected(b)}); err != nil || n != 1 {
+		t.Fatalf("B's rejected log beside A's open one = %d, %v; want 1 new", n, err)
+	}
+	// B records its range: its pending rows settle (A's, of another
+	// contract, stays) and its payment goes in.
+	taken, err := txB.TakePending(ctx, b.ChainID, []string{b.Contract}, 13, 13, []payments.Payment{b})
+	if err != nil || len(taken) != 1 || taken[0].Key() != b.Key() {
+		t.Fatalf("B's range took pending rows %v, %v; want only its own", taken, err)
+	}
+	if ins, err := txB.InsertPayments(ctx, []payments.Payment{b}); err != nil || len(ins) != 1 {
+		t.Fatalf("B's insert beside A's open one = %d, %v; want 1", len(ins), err)
+	}
+	if err := txB.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := txA.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// C records after A and B have committed.
+	txC, err := s.Begin(ctx, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txC.Rollback()
+	recorded, err := txC.RecordedBlockHashes(ctx, c.ChainID, []payments.Payment{c})
+	if err != nil || len(recorded) != 0 {
+		t.Fatalf("C's burn found recorded as %v, %v: another contract's payment under its key", recorded, err)
+	}
+	if ins, err := txC.InsertPayments(ctx, []payments.Payment{c}); err != nil || len(ins) != 1 {
+		t.Fatalf("C's insert = %d, %v; want 1", len(ins), err)
+	}
+	if err := txC.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	var got []string
+	rows, err := pool.Query(ctx, `SELECT 'payment ' || contract || ' ' || log_index || ' ' || amount FROM payments
+		UNION ALL SELECT 'pending ' || contract || ' ' || log_index FROM pending_payments
+		UNION ALL SELECT 'rejected ' || contract || ' ' || log_index FROM rejected_logs ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"payment " + a.Contract + " 7 100", "payment " + b.Contract + " 7 200", "payment " + c.Contract + " 7 300",
+		"pending " + a.Contract + " 7", "pending " + c.Contract + " 7",
+		"rejected " + a.Contract + " 7", "rejected " + b.Contract + " 7",
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("ledger:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Each group finds its own payment under the key, and only its own.
+	for _, p := range []payments.Payment{a, b, c} {
+		recs, err := s.PaymentsByKey(ctx, p.ChainID, []payments.Key{p.Key()})
+		if err != nil || len(recs) != 1 || recs[0].Contract != p.Contract || recs[0].Amount.Cmp(p.Amount) != 0 {
+			t.Fatalf("PaymentsByKey(%v) = %v, %v", p.Key(), recs, err)
+		}
 	}
 }

@@ -125,18 +125,14 @@ func scanPending(rows pgx.Rows) ([]Pending, error) {
 // chainID that a writer recording blocks [from, to] settles: those in the
 // blocks, and those of the burns ps (wherever they were seen).
 func (t *Tx) TakePending(ctx context.Context, chainID uint64, contracts []string, from, to int64, ps []Payment) ([]Pending, error) {
-	txs := make([]string, len(ps))
-	idx := make([]int64, len(ps))
-	for i, p := range ps {
-		txs[i], idx[i] = p.TxHash, int64(p.LogIndex)
-	}
+	k := keyColumns(ps)
 	rows, err := t.tx.Query(ctx, `
 		DELETE FROM pending_payments
 		WHERE chain_id = $1 AND (
 		      (contract = ANY($2) AND block_number BETWEEN $3 AND $4)
-		   OR (tx_hash, log_index) IN (SELECT * FROM unnest($5::text[], $6::int[])))
+		   OR (tx_hash, log_index, contract) IN (SELECT * FROM unnest($5::text[], $6::int[], $7::text[])))
 		RETURNING `+pendingColumns,
-		int64(chainID), contracts, from, to, txs, idx)
+		int64(chainID), contracts, from, to, k.txs, k.indexes, k.contracts)
 	if err != nil {
 		return nil, fmt.Errorf("settling pending payments of blocks [%d, %d]: %w", from, to, interpret(err))
 	}
@@ -154,21 +150,20 @@ func (t *Tx) PendingOf(ctx context.Context, chainID uint64, contracts []string) 
 	return scanPending(rows)
 }
 
-// DropPending removes the pending rows of ps (by chain, transaction and
-// log index).
+// DropPending removes the pending rows of ps (by chain, contract,
+// transaction and log index).
 func (t *Tx) DropPending(ctx context.Context, ps []Payment) error {
 	if len(ps) == 0 {
 		return nil
 	}
 	chainIDs := make([]int64, len(ps))
-	txs := make([]string, len(ps))
-	idx := make([]int64, len(ps))
 	for i, p := range ps {
-		chainIDs[i], txs[i], idx[i] = int64(p.ChainID), p.TxHash, int64(p.LogIndex)
+		chainIDs[i] = int64(p.ChainID)
 	}
+	k := keyColumns(ps)
 	if _, err := t.tx.Exec(ctx, `DELETE FROM pending_payments
-		WHERE (tx_hash, log_index, chain_id) IN (SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[]))`,
-		txs, idx, chainIDs); err != nil {
+		WHERE (tx_hash, log_index, chain_id, contract) IN (SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[]))`,
+		k.txs, k.indexes, chainIDs, k.contracts); err != nil {
 		return fmt.Errorf("removing %d pending payments: %w", len(ps), interpret(err))
 	}
 	return nil
@@ -194,8 +189,8 @@ func (t *Tx) PutPending(ctx context.Context, ps []Payment) error {
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[],
 		            $7::text[], $8::text[], $9::text[], $10::timestamptz[])
 		     AS p(chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at)
-		ON CONFLICT (tx_hash, log_index, chain_id) DO UPDATE SET
-		    contract = excluded.contract, block_number = excluded.block_number, block_hash = excluded.block_hash,
+		ON CONFLICT (tx_hash, log_index, chain_id, contract) DO UPDATE SET
+		    block_number = excluded.block_number, block_hash = excluded.block_hash,
 		    payer = excluded.payer, digest = excluded.digest, amount = excluded.amount,
 		    burned_at = excluded.burned_at, first_seen = now()`,
 		cols.args()...); err != nil {
@@ -205,35 +200,30 @@ func (t *Tx) PutPending(ctx context.Context, ps []Payment) error {
 }
 
 // RecordedBlockHashes returns, for those of ps already in the ledger (not
-// orphaned), the block hash they were recorded with, keyed by
-// "tx_hash/log_index".
-func (t *Tx) RecordedBlockHashes(ctx context.Context, chainID uint64, ps []Payment) (map[string]string, error) {
+// orphaned), the block hash they were recorded with, by key.
+func (t *Tx) RecordedBlockHashes(ctx context.Context, chainID uint64, ps []Payment) (map[Key]string, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	txs := make([]string, len(ps))
-	idx := make([]int64, len(ps))
-	for i, p := range ps {
-		txs[i], idx[i] = p.TxHash, int64(p.LogIndex)
-	}
-	rows, err := t.tx.Query(ctx, `SELECT p.tx_hash, p.log_index, p.block_hash
-		FROM unnest($1::text[], $2::int[]) AS k(tx_hash, log_index)
-		JOIN payments p ON p.tx_hash = k.tx_hash AND p.log_index = k.log_index
-		WHERE p.chain_id = $3 AND p.orphaned_at IS NULL`, txs, idx, int64(chainID))
+	k := keyColumns(ps)
+	rows, err := t.tx.Query(ctx, `SELECT p.contract, p.tx_hash, p.log_index, p.block_hash
+		FROM unnest($1::text[], $2::int[], $3::text[]) AS k(tx_hash, log_index, contract)
+		JOIN payments p ON p.tx_hash = k.tx_hash AND p.log_index = k.log_index AND p.contract = k.contract
+		WHERE p.chain_id = $4 AND p.orphaned_at IS NULL`, k.txs, k.indexes, k.contracts, int64(chainID))
 	if err != nil {
 		return nil, fmt.Errorf("reading recorded payments: %w", interpret(err))
 	}
 	defer rows.Close()
-	out := map[string]string{}
+	out := map[Key]string{}
 	for rows.Next() {
 		var (
-			tx, hash string
-			index    uint32
+			key  Key
+			hash string
 		)
-		if err := rows.Scan(&tx, &index, &hash); err != nil {
+		if err := rows.Scan(&key.Contract, &key.TxHash, &key.LogIndex, &hash); err != nil {
 			return nil, fmt.Errorf("reading recorded payments: %w", interpret(err))
 		}
-		out[KeyOf(tx, index)] = hash
+		out[key] = hash
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading recorded payments: %w", interpret(err))
@@ -241,9 +231,34 @@ func (t *Tx) RecordedBlockHashes(ctx context.Context, chainID uint64, ps []Payme
 	return out, nil
 }
 
-// KeyOf is a burn's key within a chain, "tx_hash/log_index".
-func KeyOf(txHash string, logIndex uint32) string {
-	return fmt.Sprintf("%s/%d", txHash, logIndex)
+// Key is a burn's key within a chain: its contract, transaction and log
+// index. The contract is part of it because a log index is a place in a
+// block: a transaction re-included elsewhere can carry one contract's burn
+// at an index where it carried another's.
+type Key struct {
+	Contract string
+	TxHash   string
+	LogIndex uint32
+}
+
+// Key is the payment's key within its chain.
+func (p Payment) Key() Key { return Key{Contract: p.Contract, TxHash: p.TxHash, LogIndex: p.LogIndex} }
+
+func (k Key) String() string { return fmt.Sprintf("%s/%s/%d", k.Contract, k.TxHash, k.LogIndex) }
+
+// keys are payments' keys as the columns of an unnest.
+type keys struct {
+	txs       []string
+	indexes   []int64
+	contracts []string
+}
+
+func keyColumns(ps []Payment) keys {
+	k := keys{txs: make([]string, len(ps)), indexes: make([]int64, len(ps)), contracts: make([]string, len(ps))}
+	for i, p := range ps {
+		k.txs[i], k.indexes[i], k.contracts[i] = p.TxHash, int64(p.LogIndex), p.Contract
+	}
+	return k
 }
 
 // SetHead records, when the transaction commits, the head head tracking

@@ -185,22 +185,24 @@ func (s *Store) PaymentsInBlocks(ctx context.Context, chainID uint64, contracts 
 	return scanRecorded(rows)
 }
 
-// PaymentsByKey reads the payments of chain chainID with the given
-// (tx hash, log index) keys, wherever they are, orphaned ones left out.
-func (s *Store) PaymentsByKey(ctx context.Context, chainID uint64, txHashes []string, logIndexes []uint32) ([]Recorded, error) {
-	if len(txHashes) == 0 {
+// PaymentsByKey reads the payments of chain chainID with the given keys,
+// wherever they are, orphaned ones left out.
+func (s *Store) PaymentsByKey(ctx context.Context, chainID uint64, ks []Key) ([]Recorded, error) {
+	if len(ks) == 0 {
 		return nil, nil
 	}
-	idx := make([]int64, len(logIndexes))
-	for i, v := range logIndexes {
-		idx[i] = int64(v)
+	ps := make([]Payment, len(ks))
+	for i, k := range ks {
+		ps[i] = Payment{Contract: k.Contract, TxHash: k.TxHash, LogIndex: k.LogIndex}
 	}
+	k := keyColumns(ps)
 	// By key alone first (the key's index), then by chain; see LedgerRows.
 	rows, err := s.pool.Query(ctx, `
 		WITH of_keys AS MATERIALIZED (
-			SELECT * FROM payments WHERE orphaned_at IS NULL AND (tx_hash, log_index) IN (SELECT * FROM unnest($2::text[], $3::int[])))
+			SELECT * FROM payments WHERE orphaned_at IS NULL
+			  AND (tx_hash, log_index, contract) IN (SELECT * FROM unnest($2::text[], $3::int[], $4::text[])))
 		SELECT `+recordedColumns+` FROM of_keys WHERE chain_id = $1`,
-		int64(chainID), txHashes, idx)
+		int64(chainID), k.txs, k.indexes, k.contracts)
 	if err != nil {
 		return nil, fmt.Errorf("reading payments by key: %w", interpret(err))
 	}
@@ -341,7 +343,8 @@ type Inserted struct {
 }
 
 // InsertPayments inserts ps in one statement, skipping any whose
-// (chain_id, tx_hash, log_index) is already recorded (and not orphaned),
+// (chain_id, contract, tx_hash, log_index) is already recorded (and not
+// orphaned),
 // stages each inserted payment's confirmed event in the same statement
 // (numbered at commit after the transaction's earlier events, in chain
 // order), and
@@ -352,12 +355,12 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 		return nil, nil
 	}
 	cols := newColumns(len(ps))
-	byKey := make(map[paymentKey]int, len(ps))
+	byKey := make(map[Key]int, len(ps))
 	for i, p := range ps {
 		if err := cols.add("payment", p); err != nil {
 			return nil, err
 		}
-		byKey[paymentKey{p.TxHash, p.LogIndex}] = i
+		byKey[p.Key()] = i
 	}
 	// The confirmed events are built from the inserted rows themselves and
 	// staged, after the transaction's earlier events in chain order, to be
@@ -374,7 +377,7 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 			            $7::text[], $8::text[], $9::text[], $10::timestamptz[])
 			     AS p(chain_id, contract, tx_hash, log_index, block_number, block_hash,
 			          payer, digest, amount, burned_at)
-			ON CONFLICT (chain_id, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING
+			ON CONFLICT (chain_id, contract, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING
 			RETURNING id, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at
 		), ev AS (
 			INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
@@ -387,7 +390,7 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 		), mark AS (
 			INSERT INTO ledger_commits (events) SELECT true WHERE NOT $12::bool AND EXISTS (SELECT 1 FROM ins)
 		)
-		SELECT ins.id, ins.tx_hash, ins.log_index FROM ins`,
+		SELECT ins.id, ins.contract, ins.tx_hash, ins.log_index FROM ins`,
 		append(cols.args(), t.staged, t.marked)...)
 	if err != nil {
 		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
@@ -396,14 +399,13 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 	var inserted []Inserted
 	for rows.Next() {
 		var (
-			id    int64
-			tx    string
-			index uint32
+			id  int64
+			key Key
 		)
-		if err := rows.Scan(&id, &tx, &index); err != nil {
+		if err := rows.Scan(&id, &key.Contract, &key.TxHash, &key.LogIndex); err != nil {
 			return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
 		}
-		inserted = append(inserted, Inserted{ID: id, Payment: ps[byKey[paymentKey{tx, index}]]})
+		inserted = append(inserted, Inserted{ID: id, Payment: ps[byKey[key]]})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
@@ -416,13 +418,9 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 	return inserted, nil
 }
 
-type paymentKey struct {
-	tx    string
-	index uint32
-}
-
 // InsertRejected records rs in one statement, keeping the first sighting of
-// each (tx_hash, log_index), and returns how many were new.
+// each (chain_id, contract, tx_hash, log_index), and returns how many were
+// new.
 func (t *Tx) InsertRejected(ctx context.Context, rs []RejectedLog) (int64, error) {
 	if len(rs) == 0 {
 		return 0, nil
@@ -450,7 +448,7 @@ func (t *Tx) InsertRejected(ctx context.Context, rs []RejectedLog) (int64, error
 		SELECT chain_id, contract, tx_hash, log_index, block_number, block_hash, raw::jsonb, reason
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], $7::text[], $8::text[])
 		     AS r(chain_id, contract, tx_hash, log_index, block_number, block_hash, raw, reason)
-		ON CONFLICT (chain_id, tx_hash, log_index) DO NOTHING`,
+		ON CONFLICT (chain_id, contract, tx_hash, log_index) DO NOTHING`,
 		chainIDs, contracts, txHashes, indexes, numbers, hashes, raws, reasons)
 	if err != nil {
 		return 0, fmt.Errorf("recording %d rejected logs: %w", len(rs), interpret(err))

@@ -22,7 +22,7 @@ type PendingDiff struct {
 }
 
 // DiffPending is diffPending.
-func DiffPending(from, to int64, rows []payments.Pending, onChain []payments.Payment, recorded map[string]string) PendingDiff {
+func DiffPending(from, to int64, rows []payments.Pending, onChain []payments.Payment, recorded map[payments.Key]string) PendingDiff {
 	d := diffPending(from, to, rows, onChain, recorded)
 	return PendingDiff{Drop: d.drop, Put: d.put, Events: d.events, Pending: d.pending}
 }

@@ -128,11 +128,11 @@ func (r *receiver) consume(t *testing.T, s *payments.Store) {
 			continue
 		}
 		r.applied[e.EventID] = true
-		r.last[payments.KeyOf(e.TxHash, e.LogIndex)] = e.Kind
+		r.last[e.Payment().Key().String()] = e.Kind
 	}
 }
 
-// credited is what the receiver credits, as "tx/index", sorted.
+// credited is what the receiver credits, as "contract/tx/index", sorted.
 func (r *receiver) credited() []string {
 	var out []string
 	for k, kind := range r.last {
@@ -147,17 +147,14 @@ func (r *receiver) credited() []string {
 // creditedIn is what the ledger credits: its payments not orphaned.
 func creditedIn(t *testing.T, pool *pgxpool.Pool) []string {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT tx_hash, log_index FROM payments WHERE orphaned_at IS NULL`)
+	rows, err := pool.Query(context.Background(), `SELECT contract, tx_hash, log_index FROM payments WHERE orphaned_at IS NULL`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
-		var (
-			tx    string
-			index uint32
-		)
-		err := r.Scan(&tx, &index)
-		return payments.KeyOf(tx, index), err
+		var k payments.Key
+		err := r.Scan(&k.Contract, &k.TxHash, &k.LogIndex)
+		return k.String(), err
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -488,12 +485,14 @@ func TestGroupKeepsItsIdentityWhenItsFirstContractGoes(t *testing.T) {
 // leaves pending_payments, what is put, and which events say so.
 func TestDiffPending(t *testing.T) {
 	t.Parallel()
+	const a, b = "0x00000000000000000000000000000000000000aa", "0x00000000000000000000000000000000000000bb"
 	p := func(tx byte, block int64, hash string) payments.Payment {
-		return payments.Payment{ChainID: 1337, TxHash: fmt.Sprintf("0x%064x", tx), BlockNumber: block, BlockHash: hash,
+		return payments.Payment{ChainID: 1337, Contract: a, TxHash: fmt.Sprintf("0x%064x", tx), BlockNumber: block, BlockHash: hash,
 			Amount: nil}
 	}
+	of := func(contract string, x payments.Payment) payments.Payment { x.Contract = contract; return x }
 	row := func(x payments.Payment) payments.Pending { return payments.Pending{Payment: x} }
-	key := func(x payments.Payment) string { return payments.KeyOf(x.TxHash, x.LogIndex) }
+	key := func(x payments.Payment) payments.Key { return x.Key() }
 	type want struct {
 		drop, put, events []string
 		pending           int
@@ -511,7 +510,7 @@ func TestDiffPending(t *testing.T) {
 		to       int64
 		rows     []payments.Pending
 		onChain  []payments.Payment
-		recorded map[string]string
+		recorded map[payments.Key]string
 		want     want
 	}{
 		{name: "a new burn is seen", from: 11, to: 15, onChain: []payments.Payment{p(1, 12, "a")},
@@ -528,11 +527,20 @@ func TestDiffPending(t *testing.T) {
 		{name: "below the step (at or below the cursor, or judged by an earlier pass) is not judged", from: 19, to: 20, rows: []payments.Pending{row(p(1, 15, "a"))},
 			want: want{pending: 1}},
 		{name: "recorded where it was seen leaves quietly", from: 13, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
-			recorded: map[string]string{key(p(1, 0, "")): "a"}, want: want{drop: []string{"01@12"}}},
+			recorded: map[payments.Key]string{key(p(1, 0, "")): "a"}, want: want{drop: []string{"01@12"}}},
 		{name: "recorded elsewhere is retracted", from: 14, to: 15, rows: []payments.Pending{row(p(1, 12, "a"))},
-			recorded: map[string]string{key(p(1, 0, "")): "b"}, want: want{drop: []string{"01@12"}, events: []string{"retracted 01@12"}}},
+			recorded: map[payments.Key]string{key(p(1, 0, "")): "b"}, want: want{drop: []string{"01@12"}, events: []string{"retracted 01@12"}}},
 		{name: "a burn on the chain already recorded is not seen", from: 11, to: 15, onChain: []payments.Payment{p(1, 12, "a")},
-			recorded: map[string]string{key(p(1, 0, "")): "a"}, want: want{}},
+			recorded: map[payments.Key]string{key(p(1, 0, "")): "a"}, want: want{}},
+		// A transaction re-included elsewhere can carry another contract's
+		// burn at the index where it carried this one's: two burns, not
+		// one moved.
+		{name: "another contract's burn at the same transaction and index is another burn", from: 11, to: 15,
+			rows: []payments.Pending{row(p(1, 12, "a"))}, onChain: []payments.Payment{of(b, p(1, 13, "b"))},
+			want: want{drop: []string{"01@12"}, put: []string{"01@13"}, events: []string{"retracted 01@12", "seen 01@13"}, pending: 1}},
+		{name: "another contract's recorded burn at the same key does not settle this one", from: 11, to: 15,
+			onChain: []payments.Payment{p(1, 12, "a")}, recorded: map[payments.Key]string{key(of(b, p(1, 0, ""))): "a"},
+			want: want{put: []string{"01@12"}, events: []string{"seen 01@12"}, pending: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -222,7 +222,7 @@ type pendingDiff struct {
 // diffPending makes the pending rows agree with the chain over the blocks
 // a pass read, [from, to]: rows are the pending rows, onChain the canonical
 // burns of those blocks, and recorded the block hash the ledger holds for
-// those of both that are payments (by payments.KeyOf).
+// those of both that are payments (by key).
 //
 //   - A burn the ledger holds is not pending: its row goes, retracted only
 //     if it was seen elsewhere than where it was recorded.
@@ -237,17 +237,17 @@ type pendingDiff struct {
 //     retracted and removed.
 //   - A burn on the chain that is neither recorded nor pending is put and
 //     seen.
-func diffPending(from, to int64, rows []payments.Pending, onChain []payments.Payment, recorded map[string]string) pendingDiff {
+func diffPending(from, to int64, rows []payments.Pending, onChain []payments.Payment, recorded map[payments.Key]string) pendingDiff {
 	var d pendingDiff
-	want := make(map[string]payments.Payment, len(onChain))
+	want := make(map[payments.Key]payments.Payment, len(onChain))
 	for _, p := range onChain {
-		if _, done := recorded[payments.KeyOf(p.TxHash, p.LogIndex)]; !done {
-			want[payments.KeyOf(p.TxHash, p.LogIndex)] = p
+		if _, done := recorded[p.Key()]; !done {
+			want[p.Key()] = p
 		}
 	}
-	kept := map[string]bool{}
+	kept := map[payments.Key]bool{}
 	for _, r := range rows {
-		key := payments.KeyOf(r.TxHash, r.LogIndex)
+		key := r.Key()
 		if hash, done := recorded[key]; done {
 			d.drop = append(d.drop, r.Payment)
 			if hash != r.BlockHash {
@@ -273,7 +273,7 @@ func diffPending(from, to int64, rows []payments.Pending, onChain []payments.Pay
 		}
 	}
 	for _, p := range onChain {
-		key := payments.KeyOf(p.TxHash, p.LogIndex)
+		key := p.Key()
 		if _, ok := want[key]; !ok || kept[key] {
 			continue
 		}

@@ -66,10 +66,7 @@ type VerifyReport struct {
 // Clean reports whether chain and ledger agree.
 func (r VerifyReport) Clean() bool { return r.Missing+r.Extra+r.Mismatched == 0 }
 
-type key struct {
-	tx    string
-	index uint32
-}
+type key = payments.Key
 
 // VerifierNode is what Verify reads from the chain; *chain.Endpoints is
 // the real one.
@@ -129,7 +126,7 @@ func (v *Verifier) Verify(ctx context.Context, from, to int64, chunk uint64) (Ve
 		}
 	}
 	for _, rec := range vr.unexplained {
-		if !vr.explained[key{rec.TxHash, rec.LogIndex}] {
+		if !vr.explained[rec.Key()] {
 			rep.add(Discrepancy{Kind: Extra, TxHash: rec.TxHash, LogIndex: rec.LogIndex, Block: rec.BlockNumber, Ledger: side(rec.Payment, rec.ID, false)})
 		}
 	}
@@ -177,12 +174,12 @@ func (vr *verifyRun) compareRange(ctx context.Context, r chain.Range) error {
 	rep.LedgerRows += len(live)
 	inLedger := make(map[key]payments.Recorded, len(live))
 	for _, rec := range live {
-		inLedger[key{rec.TxHash, rec.LogIndex}] = rec
+		inLedger[rec.Key()] = rec
 	}
 	var lost []payments.Payment
 	chainKeys := make(map[key]bool, len(onChain))
 	for _, c := range onChain {
-		k := key{c.TxHash, c.LogIndex}
+		k := c.Key()
 		chainKeys[k] = true
 		if rec, ok := inLedger[k]; ok {
 			rep.compare(c, rec)
@@ -194,7 +191,7 @@ func (vr *verifyRun) compareRange(ctx context.Context, r chain.Range) error {
 		return err
 	}
 	for _, rec := range live {
-		if k := (key{rec.TxHash, rec.LogIndex}); !chainKeys[k] && !vr.explained[k] {
+		if k := (rec.Key()); !chainKeys[k] && !vr.explained[k] {
 			vr.unexplained = append(vr.unexplained, rec)
 		}
 	}
@@ -209,7 +206,7 @@ func (vr *verifyRun) placeLost(ctx context.Context, lost []payments.Payment) err
 		return err
 	}
 	for _, c := range lost {
-		k := key{c.TxHash, c.LogIndex}
+		k := c.Key()
 		if rec, ok := elsewhere[k]; ok {
 			vr.explained[k] = true
 			vr.rep.compare(c, rec)
@@ -224,18 +221,17 @@ func (v *Verifier) byKey(ctx context.Context, ps []payments.Payment) (map[key]pa
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	txs := make([]string, len(ps))
-	idx := make([]uint32, len(ps))
+	ks := make([]payments.Key, len(ps))
 	for i, c := range ps {
-		txs[i], idx[i] = c.TxHash, c.LogIndex
+		ks[i] = c.Key()
 	}
-	recs, err := v.store.PaymentsByKey(ctx, v.chainID, txs, idx)
+	recs, err := v.store.PaymentsByKey(ctx, v.chainID, ks)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[key]payments.Recorded, len(recs))
 	for _, r := range recs {
-		out[key{r.TxHash, r.LogIndex}] = r
+		out[r.Key()] = r
 	}
 	return out, nil
 }

@@ -537,12 +537,16 @@ func (t *RangeTx) settlePending(ctx context.Context, r chain.Range, ps []payment
 	if len(taken) == 0 {
 		return nil
 	}
-	onChain := make(map[string]bool, len(ps))
+	type position struct {
+		key   payments.Key
+		block string
+	}
+	onChain := make(map[position]bool, len(ps))
 	for _, p := range ps {
-		onChain[payments.KeyOf(p.TxHash, p.LogIndex)+"@"+p.BlockHash] = true
+		onChain[position{p.Key(), p.BlockHash}] = true
 	}
 	for _, p := range taken {
-		if !onChain[payments.KeyOf(p.TxHash, p.LogIndex)+"@"+p.BlockHash] {
+		if !onChain[position{p.Key(), p.BlockHash}] {
 			t.retract(p.Payment, "")
 		}
 	}
@@ -559,11 +563,11 @@ func (t *RangeTx) settlePending(ctx context.Context, r chain.Range, ps []payment
 // the node's answer is wrong, not the chain: a bad reply, retried elsewhere.
 func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.Payment, contracts []string) error {
 	txs := make([]string, 0, len(ps))
-	canonical := make(map[ledgerKey]*payments.Payment, len(ps))
+	canonical := make(map[payments.Key]*payments.Payment, len(ps))
 	byTx := make(map[string]*payments.Payment, len(ps))
 	for i := range ps {
 		p := &ps[i]
-		canonical[ledgerKey{p.TxHash, p.LogIndex}] = p
+		canonical[p.Key()] = p
 		if _, seen := byTx[p.TxHash]; !seen {
 			byTx[p.TxHash] = p
 			txs = append(txs, p.TxHash)
@@ -576,7 +580,7 @@ func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.
 	}
 	for i := range rows {
 		row := &rows[i]
-		c, ok := canonical[ledgerKey{row.TxHash, row.LogIndex}]
+		c, ok := canonical[row.Key()]
 		if ok && samePayment(row.Payment, *c) {
 			continue
 		}
@@ -595,11 +599,6 @@ func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.
 			SeenAt: ledgerBlock(r.To.Number), Payment: row, OnChain: c}
 	}
 	return nil
-}
-
-type ledgerKey struct {
-	tx    string
-	index uint32
 }
 
 func samePayment(a, b payments.Payment) bool {

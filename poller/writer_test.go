@@ -3,14 +3,19 @@ package poller_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 )
@@ -479,5 +484,91 @@ func TestARangeTxDoesOneThing(t *testing.T) {
 	}
 	if got := h.ledger(); !slices.Equal(got, want) {
 		t.Fatalf("ledger %v, want %v", got, want)
+	}
+}
+
+// TestGroupsOnOneChainNeverShareABurnsKey: three groups on one chain follow
+// three contracts, each through its own node (their finality settings
+// differ, so each sees the chain at another moment). One transaction burns
+// on all three, and is included so that its log 7 is group A's burn in A's
+// block 12, B's in B's block 13 and C's in C's block 14. Each group records
+// its own burn, with its amount, and moves its cursor past it: a log index
+// is a place in a block, not a burn's name, and a key without the contract
+// let the first group's row stand for the others' burns (skipped as
+// duplicates, their cursors moved past them: lost).
+func TestGroupsOnOneChainNeverShareABurnsKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := common.HexToHash("0x7777")
+	pool, _ := pgtest.NewPool(t)
+	store := payments.NewStore(pool)
+	type group struct {
+		contract common.Address
+		block    uint64
+		amount   int64
+		burn     chain.Burn
+		w        *poller.Writer
+	}
+	groups := []*group{
+		{contract: common.HexToAddress("0x00000000000000000000000000000000000000a1"), block: 12, amount: 100},
+		{contract: common.HexToAddress("0x00000000000000000000000000000000000000b2"), block: 13, amount: 200},
+		{contract: common.HexToAddress("0x00000000000000000000000000000000000000c3"), block: 14, amount: 300},
+	}
+	for i, g := range groups {
+		node := newFakeChain(20)
+		// The transaction's burn on this group's contract is log 7 of
+		// this group's block; the others' burns sit elsewhere in it.
+		node.addBurnTx(g.block, tx, 7, 7, g.amount)
+		node.burns[g.block][0].Contract = g.contract
+		other := groups[(i+1)%len(groups)]
+		node.addBurnTx(g.block, tx, 7, 8, 1)
+		node.burns[g.block][1].Contract = other.contract
+		g.burn = node.burns[g.block][0]
+		cfg := poller.WriterConfig{ChainID: 1337, Contracts: []common.Address{g.contract}, MaxBlockRange: 10,
+			LockWait: 100 * time.Millisecond, TxTimeout: 5 * time.Second}
+		g.w = poller.NewWriter(cfg, store, node, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if _, err := g.w.Seed(ctx, g.contract.Hex(), 9); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range groups {
+		rtx, err := g.w.Begin(ctx, ctx, g.contract.Hex())
+		if err != nil {
+			t.Fatal(err)
+		}
+		totals, err := rtx.Advance(ctx, 20, time.Second)
+		if err != nil {
+			rtx.Rollback()
+			t.Fatalf("group %s: %v", g.contract.Hex(), err)
+		}
+		if _, err := rtx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if totals.Inserted != 1 || totals.Duplicates != 0 || totals.To != 20 {
+			t.Fatalf("group %s recorded %+v, want its one burn inserted and the cursor at 20", g.contract.Hex(), totals)
+		}
+	}
+	rows, err := pool.Query(ctx, `SELECT contract, tx_hash, log_index, block_number, amount::text FROM payments ORDER BY contract`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var contract, txHash, amount string
+		var index, block int64
+		err := r.Scan(&contract, &txHash, &index, &block, &amount)
+		return fmt.Sprintf("%s %s/%d@%d=%s", contract, txHash, index, block, amount), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, g := range groups {
+		want = append(want, fmt.Sprintf("%s %s/7@%d=%d", strings.ToLower(g.contract.Hex()), tx.Hex(), g.block, g.amount))
+		if c, err := store.Cursor(ctx, g.contract.Hex()); err != nil || c.Block != 20 {
+			t.Fatalf("cursor of %s = %+v, %v; want 20", g.contract.Hex(), c, err)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ledger:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

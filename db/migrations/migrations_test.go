@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
@@ -171,6 +173,118 @@ func TestKeyMigrationOnAPopulatedLedger(t *testing.T) {
 	}
 	if tag.RowsAffected() != 1 {
 		t.Fatalf("%d rows inserted, want 1 (chain 2's)", tag.RowsAffected())
+	}
+}
+
+// TestContractKeyMigrationOnAPopulatedLedger: migration 17 puts the
+// contract in the keys of payments, pending_payments and rejected_logs on a
+// ledger that has rows, keeping every row; a run stopped half-way runs
+// again to the same schema; two contracts' burns under one (chain, tx, log
+// index) are then two rows; and a writer of the previous release, still
+// running, fails its insert (its ON CONFLICT names the old key) instead of
+// writing anything.
+func TestContractKeyMigrationOnAPopulatedLedger(t *testing.T) {
+	t.Parallel()
+	ctx, conn := emptyDatabase(t)
+	if _, err := migrations.MigrateTo(ctx, conn, 16); err != nil {
+		t.Fatal(err)
+	}
+	const row = `chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at`
+	if _, err := conn.Exec(ctx, `
+		INSERT INTO payments (`+row+`)
+		SELECT 1, '0x'||repeat('ab', 20), '0x'||lpad(to_hex(i), 64, '0'), i % 3, i, '0x'||repeat('cd', 32),
+		       '0x'||repeat('12', 20), '0x'||repeat('34', 32), i, now()
+		FROM generate_series(1, 10000) AS i;
+		INSERT INTO pending_payments (`+row+`)
+		VALUES (1, '0x'||repeat('ab', 20), '0x'||repeat('0', 64), 7, 20001, '0x'||repeat('cd', 32),
+		        '0x'||repeat('12', 20), '0x'||repeat('34', 32), 5, now());
+		INSERT INTO rejected_logs (chain_id, contract, tx_hash, log_index, block_number, block_hash, raw, reason)
+		VALUES (1, '0x'||repeat('ab', 20), '0x'||repeat('0', 64), 7, 1, '0x'||repeat('cd', 32), '{}', 'x');`); err != nil {
+		t.Fatal(err)
+	}
+	if from, err := migrations.MigrateTo(ctx, conn, 17); err != nil || from != 16 {
+		t.Fatalf("Migrate = %d, %v", from, err)
+	}
+	// A run that stopped after its statements but before recording the
+	// version runs them all again and ends in the same schema.
+	if _, err := conn.Exec(ctx, "UPDATE "+migrations.VersionTable+" SET version = 16"); err != nil {
+		t.Fatal(err)
+	}
+	if from, err := migrations.MigrateTo(ctx, conn, 17); err != nil || from != 16 {
+		t.Fatalf("Migrate again = %d, %v", from, err)
+	}
+	var rows int
+	var sum string
+	if err := conn.QueryRow(ctx, `SELECT count(*), sum(amount)::text FROM payments`).Scan(&rows, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 10000 || sum != "50005000" {
+		t.Fatalf("after migrating: %d rows summing %s, want 10000 summing 50005000", rows, sum)
+	}
+	uniques := texts(ctx, t, conn, `SELECT indexdef FROM pg_indexes WHERE tablename IN ('payments', 'pending_payments', 'rejected_logs')
+		AND indexdef LIKE 'CREATE UNIQUE%' AND indexname NOT IN ('payments_pkey', 'rejected_logs_pkey') ORDER BY indexname`)
+	want := []string{
+		"CREATE UNIQUE INDEX payments_live_key ON public.payments USING btree (tx_hash, log_index, chain_id, contract) WHERE (orphaned_at IS NULL)",
+		"CREATE UNIQUE INDEX pending_payments_pkey ON public.pending_payments USING btree (tx_hash, log_index, chain_id, contract)",
+		"CREATE UNIQUE INDEX rejected_logs_chain_id_contract_tx_hash_log_index_key ON public.rejected_logs USING btree (chain_id, contract, tx_hash, log_index)",
+	}
+	if !slices.Equal(uniques, want) {
+		t.Fatalf("unique indexes:\n%s\nwant:\n%s", strings.Join(uniques, "\n"), strings.Join(want, "\n"))
+	}
+	var invalid int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_index WHERE NOT indisvalid`).Scan(&invalid); err != nil {
+		t.Fatal(err)
+	}
+	if invalid != 0 {
+		t.Fatalf("%d invalid indexes left behind", invalid)
+	}
+	// Another contract's burn under the same chain, transaction and log
+	// index is a row of its own in each table; the same contract's, a
+	// duplicate.
+	for _, stmt := range []string{
+		`INSERT INTO payments (` + row + `)
+		 SELECT 1, c, '0x'||lpad(to_hex(1), 64, '0'), 1, 1, '0x'||repeat('cd', 32), '0x'||repeat('12', 20), '0x'||repeat('34', 32), 1, now()
+		 FROM unnest(ARRAY['0x'||repeat('ab', 20), '0x'||repeat('ef', 20)]) AS c
+		 ON CONFLICT (chain_id, contract, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING`,
+		`INSERT INTO pending_payments (` + row + `)
+		 SELECT 1, c, '0x'||repeat('0', 64), 7, 20001, '0x'||repeat('cd', 32), '0x'||repeat('12', 20), '0x'||repeat('34', 32), 5, now()
+		 FROM unnest(ARRAY['0x'||repeat('ab', 20), '0x'||repeat('ef', 20)]) AS c
+		 ON CONFLICT (tx_hash, log_index, chain_id, contract) DO NOTHING`,
+		`INSERT INTO rejected_logs (chain_id, contract, tx_hash, log_index, block_number, block_hash, raw, reason)
+		 SELECT 1, c, '0x'||repeat('0', 64), 7, 1, '0x'||repeat('cd', 32), '{}', 'x'
+		 FROM unnest(ARRAY['0x'||repeat('ab', 20), '0x'||repeat('ef', 20)]) AS c
+		 ON CONFLICT (chain_id, contract, tx_hash, log_index) DO NOTHING`,
+	} {
+		tag, err := conn.Exec(ctx, stmt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tag.RowsAffected() != 1 {
+			t.Fatalf("%d rows inserted by %s; want 1 (the other contract's)", tag.RowsAffected(), stmt)
+		}
+	}
+	// The previous release's inserts name the old keys: they fail, and
+	// write nothing.
+	for _, stmt := range []string{
+		`INSERT INTO payments (` + row + `)
+		 VALUES (1, '0x'||repeat('ab', 20), '0x'||repeat('99', 32), 1, 1, '0x'||repeat('cd', 32), '0x'||repeat('12', 20), '0x'||repeat('34', 32), 1, now())
+		 ON CONFLICT (chain_id, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING`,
+		`INSERT INTO pending_payments (` + row + `)
+		 VALUES (1, '0x'||repeat('ab', 20), '0x'||repeat('99', 32), 1, 1, '0x'||repeat('cd', 32), '0x'||repeat('12', 20), '0x'||repeat('34', 32), 1, now())
+		 ON CONFLICT (tx_hash, log_index, chain_id) DO NOTHING`,
+		`INSERT INTO rejected_logs (chain_id, contract, tx_hash, log_index, block_number, block_hash, raw, reason)
+		 VALUES (1, '0x'||repeat('ab', 20), '0x'||repeat('99', 32), 1, 1, '0x'||repeat('cd', 32), '{}', 'x')
+		 ON CONFLICT (chain_id, tx_hash, log_index) DO NOTHING`,
+	} {
+		var pgErr *pgconn.PgError
+		if _, err := conn.Exec(ctx, stmt); !errors.As(err, &pgErr) || pgErr.Code != "42P10" {
+			t.Fatalf("the previous release's %s = %v, want it refused (42P10)", stmt, err)
+		}
+	}
+	// payment_status tells the two contracts' burns apart.
+	status := texts(ctx, t, conn, `SELECT status || ' ' || contract FROM payment_status WHERE tx_hash = '0x'||repeat('0', 64) ORDER BY 1`)
+	if !slices.Equal(status, []string{"seen 0x" + strings.Repeat("ab", 20), "seen 0x" + strings.Repeat("ef", 20)}) {
+		t.Fatalf("payment_status = %v", status)
 	}
 }
 
