@@ -63,7 +63,7 @@ func TestRunAtLeastOnceRetriesFromTheFailure(t *testing.T) {
 	if got, want := out.got(), []int64{1, 2, 3, 3, 4, 5}; !slices.Equal(got, want) {
 		t.Fatalf("handed over %v, want %v", got, want)
 	}
-	if got, want := offset(t, pool, "hook"), (consume.Position{Seq: 5, EventID: evs[4].EventID}); got != want {
+	if got, want := offset(t, pool, "hook"), consume.PositionOf(evs[4]); got != want {
 		t.Fatalf("offset %+v, want %+v", got, want)
 	}
 	// The lease is given up on return.

@@ -19,11 +19,20 @@ var (
 	// ErrGap means payment_events lacks seqs below its last one, which the
 	// writers never leave: the table was edited by hand.
 	ErrGap = errors.New("gap in payment_events seqs")
-	// ErrNoOffset means a consumer's row in consumer_offsets is gone while
-	// it runs. It stops rather than start again from its first event.
+	// ErrNoOffset means a consumer's row in consumer_offsets is gone: while
+	// it runs, or, at a start, after the name was registered before
+	// (consumer_names remembers every name). It stops rather than start
+	// again from its first event, at every start, until the offset is set
+	// with Reset.
 	ErrNoOffset = errors.New("consumer offset row is gone")
 	// ErrNoEvent means a seq asked for is not in payment_events.
 	ErrNoEvent = errors.New("no such event")
+	// ErrBeyondHanded means Follower.Rewind cannot tell where
+	// payment_events stopped holding what was handed over: none of the
+	// positions it was given is held with the history it was handed with.
+	// It does not guess; start a new Follower from a position you know
+	// the service has applied, and deduplicate on event_id.
+	ErrBeyondHanded = errors.New("payment_events diverged below every position handed over")
 	// ErrTxOwned is what the transaction handed to a Handler returns from
 	// Commit and Rollback: the consumer commits it, with the offset.
 	ErrTxOwned = errors.New("the consumer commits or rolls back this transaction, not its handler")
@@ -38,6 +47,9 @@ type DivergedError struct {
 	At Position
 	// Found is the event_id the table holds at At.Seq; "" if none.
 	Found string
+	// FoundHistory is the history_hash (hex) the table holds at At.Seq;
+	// "" if none.
+	FoundHistory string
 	// Last is the table's last seq.
 	Last int64
 }
@@ -54,10 +66,22 @@ func (e *DivergedError) Error() string {
 	case e.Found == "":
 		return fmt.Sprintf("%s: payment_events has no seq %d (its last is %d), the position recorded; refusing to skip — see the consume package doc, \"Tail loss\"",
 			who, e.At.Seq, e.Last)
+	case e.Found == e.At.EventID || e.At.EventID == "":
+		return fmt.Sprintf("%s: payment_events seq %d is still event %s, but the events up to it are not the ones read before (history %s, not %s): events below it were numbered again after the position was read (a failover or restore); refusing to skip — see the consume package doc, \"Tail loss\"",
+			who, e.At.Seq, e.Found, short(e.FoundHistory), short(e.At.History))
 	default:
 		return fmt.Sprintf("%s: payment_events seq %d is event %s, not %s as recorded with the position: the events were numbered again after the position was stored (a failover or restore); refusing to skip — see the consume package doc, \"Tail loss\"",
 			who, e.At.Seq, e.Found, e.At.EventID)
 	}
+}
+
+// short is the first 16 hex digits of a history hash, enough to tell two
+// apart in a message.
+func short(h string) string {
+	if h == "" {
+		return "none"
+	}
+	return h[:min(16, len(h))]
 }
 
 // Unwrap makes errors.Is(err, ErrDiverged) hold.
@@ -90,8 +114,8 @@ func (h *handlerError) Unwrap() error { return h.err }
 
 // Schema versions the package needs.
 const (
-	eventsVersion  = 6  // payment_events
-	offsetsVersion = 11 // consumer_offsets
+	eventsVersion  = 18 // payment_events with history_hash
+	offsetsVersion = 19 // consumer_offsets with history_hash, consumer_names
 )
 
 // checkSchema refuses a database below version need with an error

@@ -120,57 +120,72 @@ func (f *Follower) Next(ctx context.Context) ([]payments.Event, error) {
 	}
 }
 
-// Rewind moves a follower that met a *DivergedError back to the latest of
-// handed (positions of events it handed over, in seq order, as many recent
-// ones as the caller kept) that the table still holds with the same
-// event_id, and returns it. The events after it are read again: those the
-// table lost are gone, or come again under other seqs with the event_ids
-// they had, so a reader that deduplicates on event_id applies each step
-// once. When none of handed is held as handed, it moves to the table's last
-// event before the oldest of them (or to the start).
+// Rewind moves a follower that met a *DivergedError back to just before
+// the oldest of handed (positions of events it handed over, in seq order,
+// as many recent ones as the caller kept: PositionOf of each event) that
+// the table no longer holds as handed, and returns where it moved. A
+// position is held as handed when the table holds the same event_id at its
+// seq with the same history_hash: then every event below it is the one
+// handed, so Rewind goes to the newest such position, the last that
+// provably precedes every change. The events after it are read again:
+// those the table lost are gone, or come again under other seqs with the
+// event_ids they had, so a reader that deduplicates on event_id applies
+// each step once, and one numbered meanwhile (another group's burn at a
+// lost seq) is handed over. With no handed positions it goes back to the
+// start. When none is held as handed and the oldest is not the first
+// event, Rewind cannot tell how far back the table changed: it refuses with
+// ErrBeyondHanded and the follower stays where it was.
 func (f *Follower) Rewind(ctx context.Context, handed []Position) (Position, error) {
 	seqs := make([]int64, len(handed))
 	for i, p := range handed {
 		seqs[i] = p.Seq
 	}
-	rows, err := f.pool.Query(ctx, `SELECT seq, event_id FROM payment_events WHERE seq = ANY($1)`, seqs)
+	rows, err := f.pool.Query(ctx, `SELECT seq, event_id, coalesce(encode(history_hash, 'hex'), '') FROM payment_events WHERE seq = ANY($1)`, seqs)
 	if err != nil {
 		return Position{}, fmt.Errorf("reading payment_events: %w", interpret(err))
 	}
-	held := map[int64]string{}
+	held := map[int64]Position{}
 	for rows.Next() {
-		var (
-			seq int64
-			id  string
-		)
-		if err := rows.Scan(&seq, &id); err != nil {
+		var p Position
+		if err := rows.Scan(&p.Seq, &p.EventID, &p.History); err != nil {
 			rows.Close()
 			return Position{}, fmt.Errorf("reading payment_events: %w", interpret(err))
 		}
-		held[seq] = id
+		held[p.Seq] = p
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return Position{}, fmt.Errorf("reading payment_events: %w", interpret(err))
 	}
-	to := Position{}
-	for i := len(handed) - 1; i >= 0; i-- {
-		if held[handed[i].Seq] == handed[i].EventID && handed[i].EventID != "" {
-			to = handed[i]
-			break
-		}
-	}
-	if to.Seq == 0 && len(handed) > 0 && handed[0].Seq > 1 {
-		var last int64
-		if err := f.pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM payment_events WHERE seq < $1`, handed[0].Seq).Scan(&last); err != nil {
-			return Position{}, fmt.Errorf("reading payment_events: %w", interpret(err))
-		}
-		if to, err = positionAt(ctx, f.pool, last); err != nil {
-			return Position{}, err
-		}
+	to, ok := rewindTo(handed, held)
+	if !ok {
+		return Position{}, fmt.Errorf("%w: none of the %d positions handed over (seqs %d to %d) is in payment_events with the event and history it was handed with; start again from a position the service knows it applied, and deduplicate on event_id",
+			ErrBeyondHanded, len(handed), handed[0].Seq, handed[len(handed)-1].Seq)
 	}
 	f.mu.Lock()
 	f.pos = to
 	f.mu.Unlock()
 	return to, nil
+}
+
+// rewindTo is where Rewind goes, given the handed positions and what the
+// table holds at their seqs: the newest handed position held with its
+// event and history (every event below it is then as handed); the start
+// when nothing was handed, or when the oldest handed, not held, is the
+// first event; otherwise nowhere (ok false). A position without a history
+// (numbered before migration 18) proves only itself, not what is below.
+func rewindTo(handed []Position, held map[int64]Position) (to Position, ok bool) {
+	if len(handed) == 0 {
+		return Position{}, true
+	}
+	for i := len(handed) - 1; i >= 0; i-- {
+		p := handed[i]
+		if h, found := held[p.Seq]; found && p.EventID != "" && p.History != "" && h == p {
+			return p, true
+		}
+	}
+	if handed[0].Seq == 1 {
+		return Position{}, true
+	}
+	return Position{}, false
 }

@@ -56,7 +56,7 @@ func TestFollower(t *testing.T) {
 			t.Fatalf("Next %d = %v, want %v", i, got, want)
 		}
 	}
-	if got, want := f.Position(), (consume.Position{Seq: 7, EventID: evs[6].EventID}); got != want {
+	if got, want := f.Position(), consume.PositionOf(evs[6]); got != want || got.History == "" {
 		t.Fatalf("Position = %+v, want %+v (past the filtered seq 7)", got, want)
 	}
 	// Forged notification, then a real event: Next returns the real one.
@@ -102,5 +102,80 @@ func TestFollowerStopBeforeStart(t *testing.T) {
 	f.Stop()
 	if _, err := f.Next(context.Background()); err == nil {
 		t.Fatal("Next before Start = nil error")
+	}
+}
+
+// TestFollowerDetectsARenumberedEvent: a follower has handed over seqs 1 to
+// 7, 6 being group A's burn X and 7 group B's Y. An asynchronous failover
+// loses 6 and 7; the new primary numbers group C's new burn Z as 6, Y again
+// as 7, under the same event_id, and X as 8. The event at the follower's
+// position is the same one, but the events below it are not: Next says so,
+// and Rewind goes back to 5, just before the oldest handed event the table
+// no longer holds as handed, so that Z is handed over (Y and X again, under
+// the ids they had). Checking the event at the position alone read on from
+// 8, and Z was never handed over. Given only positions the table no longer
+// holds, Rewind refuses rather than guess.
+func TestFollowerDetectsARenumberedEvent(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewPool(t)
+	burns(t, pool, 1, 5, payments.KindConfirmed)
+	x := makeEvent(6, spec{kind: payments.KindConfirmed, contract: contractA})
+	y := makeEvent(7, spec{kind: payments.KindConfirmed, contract: contractB})
+	z := makeEvent(8, spec{kind: payments.KindConfirmed, contract: contractC})
+	record(t, pool, x)
+	record(t, pool, y)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, err := consume.NewFollower(pool, consume.Position{}, consume.NoListen(), consume.PollInterval(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	var handed []consume.Position
+	for len(handed) < 7 {
+		evs, err := f.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			handed = append(handed, consume.PositionOf(e))
+		}
+	}
+
+	loseTail(t, pool, 5)
+	record(t, pool, z)
+	again := record(t, pool, y)
+	record(t, pool, x)
+	if again[0].Seq != 7 || again[0].EventID != handed[6].EventID {
+		t.Fatalf("Y numbered again as %d %s, want 7 under its old id", again[0].Seq, again[0].EventID)
+	}
+
+	_, err = f.Next(ctx)
+	d, ok := isDiverged(err)
+	if !ok || d.At != handed[6] || d.Found != y.EventID || d.FoundHistory == d.At.History || d.Last != 8 {
+		t.Fatalf("Next after the renumbering = %v (%+v), want a DivergedError at seq 7, the same event with another history", err, d)
+	}
+	if _, err := f.Rewind(ctx, handed[5:]); !errors.Is(err, consume.ErrBeyondHanded) || f.Position() != handed[6] {
+		t.Fatalf("Rewind given only the changed positions = %v, position %+v; want ErrBeyondHanded, unmoved", err, f.Position())
+	}
+	to, err := f.Rewind(ctx, handed)
+	if err != nil || to != handed[4] {
+		t.Fatalf("Rewind = %+v, %v; want seq 5 as handed", to, err)
+	}
+	var ids []string
+	for len(ids) < 3 {
+		evs, err := f.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			ids = append(ids, e.EventID)
+		}
+	}
+	if want := []string{z.EventID, y.EventID, x.EventID}; !slices.Equal(ids, want) {
+		t.Fatalf("after Rewind: %v, want Z, Y, X", ids)
 	}
 }

@@ -77,7 +77,7 @@ func (c *consumer) leased(ctx context.Context, owner string, h EventHandler) (mo
 			failed, cut = &handlerError{seq: e.Seq, err: err}, true
 			break
 		}
-		to = Position{Seq: e.Seq, EventID: e.EventID}
+		to = PositionOf(e)
 		handled++
 	}
 	if !cut {

@@ -20,25 +20,52 @@ import (
 // of payment_events needs.
 
 // register creates name's offset row at the start position when the name
-// has none.
+// never had one. A name registered before whose row is gone (deleted by
+// hand, a restore, a script) is ErrNoOffset, at every start, until its
+// offset is set again (Reset): starting it again from its start position
+// would hand over, and credit, every event again.
 func register(ctx context.Context, pool *pgxpool.Pool, name string, start int64) error {
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM consumer_offsets WHERE name = $1)`, name).Scan(&exists); err != nil {
+	var (
+		exists     bool
+		registered *time.Time
+	)
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM consumer_offsets WHERE name = $1),
+		(SELECT registered_at FROM consumer_names WHERE name = $1)`, name).Scan(&exists, &registered); err != nil {
 		return fmt.Errorf("reading the offset: %w", interpret(err))
 	}
-	if exists {
+	switch {
+	case exists:
 		return nil
+	case registered != nil:
+		return fmt.Errorf("%w: the name was registered on %s and its offset row has been deleted since; refusing to start again from its start position, which would hand over every event again: set the offset to the last event the service applied with consume.Reset (see the consume package doc, \"Offsets\")",
+			ErrNoOffset, registered.UTC().Format(time.RFC3339))
 	}
 	pos, err := positionAt(ctx, pool, start)
 	if err != nil {
 		return fmt.Errorf("registering: %w", err)
 	}
-	// Two consumers registering at once: the first row stands.
-	if _, err := pool.Exec(ctx, `INSERT INTO consumer_offsets (name, last_seq, event_id) VALUES ($1, $2, $3)
-		ON CONFLICT (name) DO NOTHING`, name, pos.Seq, nullable(pos.EventID)); err != nil {
+	// Two consumers registering at once: the first row stands. The row's
+	// trigger records the name in consumer_names.
+	if _, err := pool.Exec(ctx, `INSERT INTO consumer_offsets (name, last_seq, event_id, history_hash) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (name) DO NOTHING`, name, pos.Seq, nullable(pos.EventID), history(pos)); err != nil {
 		return fmt.Errorf("registering: %w", interpret(err))
 	}
 	return nil
+}
+
+// offsetColumns are an offset row's position, as scanPosition reads them.
+const offsetColumns = `last_seq, event_id, coalesce(encode(history_hash, 'hex'), '')`
+
+// history is pos's history as the bytea column takes it: nil for none.
+func history(pos Position) []byte {
+	if pos.History == "" {
+		return nil
+	}
+	b, err := hex.DecodeString(pos.History)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // lockOffset locks name's offset row for the rest of tx and returns the
@@ -50,8 +77,8 @@ func lockOffset(ctx context.Context, tx pgx.Tx, name string) (pos Position, ok b
 		id     *string
 		leased bool
 	)
-	err = tx.QueryRow(ctx, `SELECT last_seq, event_id, coalesce(lease_until > now(), false)
-		FROM consumer_offsets WHERE name = $1 FOR UPDATE SKIP LOCKED`, name).Scan(&pos.Seq, &id, &leased)
+	err = tx.QueryRow(ctx, `SELECT `+offsetColumns+`, coalesce(lease_until > now(), false)
+		FROM consumer_offsets WHERE name = $1 FOR UPDATE SKIP LOCKED`, name).Scan(&pos.Seq, &id, &pos.History, &leased)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Position{}, false, nil
 	}
@@ -64,8 +91,8 @@ func lockOffset(ctx context.Context, tx pgx.Tx, name string) (pos Position, ok b
 
 // storeOffset moves the offset tx holds (lockOffset) to pos.
 func storeOffset(ctx context.Context, tx pgx.Tx, name string, pos Position) error {
-	if _, err := tx.Exec(ctx, `UPDATE consumer_offsets SET last_seq = $2, event_id = $3, updated_at = now() WHERE name = $1`,
-		name, pos.Seq, nullable(pos.EventID)); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE consumer_offsets SET last_seq = $2, event_id = $3, history_hash = $4, updated_at = now() WHERE name = $1`,
+		name, pos.Seq, nullable(pos.EventID), history(pos)); err != nil {
 		return fmt.Errorf("storing the offset: %w", interpret(err))
 	}
 	return nil
@@ -76,8 +103,8 @@ func storeOffset(ctx context.Context, tx pgx.Tx, name string, pos Position) erro
 func peekOffset(ctx context.Context, pool *pgxpool.Pool, name string) (Progress, error) {
 	p := Progress{Name: name, Standby: true}
 	var id *string
-	err := pool.QueryRow(ctx, `SELECT last_seq, event_id, (SELECT coalesce(max(seq), 0) FROM payment_events)
-		FROM consumer_offsets WHERE name = $1`, name).Scan(&p.Offset.Seq, &id, &p.Last)
+	err := pool.QueryRow(ctx, `SELECT `+offsetColumns+`, (SELECT coalesce(max(seq), 0) FROM payment_events)
+		FROM consumer_offsets WHERE name = $1`, name).Scan(&p.Offset.Seq, &id, &p.Offset.History, &p.Last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, fmt.Errorf("%w (deleted?): refusing to start again from its start position; restore it, or set it with consume.Reset", ErrNoOffset)
 	}
@@ -98,7 +125,7 @@ func claim(ctx context.Context, pool *pgxpool.Pool, name, owner string, d time.D
 		UPDATE consumer_offsets c SET lease_owner = $2, lease_until = clock_timestamp() + $3 * interval '1 millisecond'
 		FROM o
 		WHERE c.name = o.name AND (c.lease_owner IS NULL OR c.lease_owner = $2 OR c.lease_until <= clock_timestamp())
-		RETURNING c.last_seq, c.event_id`, name, owner, d.Milliseconds()).Scan(&pos.Seq, &id)
+		RETURNING c.last_seq, c.event_id, coalesce(encode(c.history_hash, 'hex'), '')`, name, owner, d.Milliseconds()).Scan(&pos.Seq, &id, &pos.History)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Position{}, false, nil
 	}
@@ -114,9 +141,10 @@ func claim(ctx context.Context, pool *pgxpool.Pool, name, owner string, d time.D
 // out and another consumer took the name over, or Reset cleared it).
 func storeLeased(ctx context.Context, pool *pgxpool.Pool, name, owner string, from, pos Position, d time.Duration) (held bool, err error) {
 	tag, err := pool.Exec(ctx, `UPDATE consumer_offsets
-		SET last_seq = $4, event_id = $5, updated_at = now(), lease_until = clock_timestamp() + $6 * interval '1 millisecond'
+		SET last_seq = $4, event_id = $5, history_hash = $7, updated_at = now(),
+		    lease_until = clock_timestamp() + $6 * interval '1 millisecond'
 		WHERE name = $1 AND lease_owner = $2 AND last_seq = $3`,
-		name, owner, from.Seq, pos.Seq, nullable(pos.EventID), d.Milliseconds())
+		name, owner, from.Seq, pos.Seq, nullable(pos.EventID), d.Milliseconds(), history(pos))
 	if err != nil {
 		return false, fmt.Errorf("storing the offset: %w", interpret(err))
 	}
@@ -134,12 +162,13 @@ func release(ctx context.Context, pool *pgxpool.Pool, name, owner string) error 
 }
 
 // Reset sets consumer name's offset to event seq (0: before the first
-// event), recorded with the event_id payment_events holds at seq, and
-// clears its lease; it creates the row if the name has none. It waits for
-// a batch of the name in flight to end. It moves the offset wherever it is
-// told, back or forward: use it after a DivergedError once you know which
-// events the handler's effects already include (see the package doc,
-// "Tail loss"). A seq the table does not hold is ErrNoEvent.
+// event), recorded with the event_id and history payment_events holds at
+// seq, and clears its lease; it creates the row if the name has none. It
+// waits for a batch of the name in flight to end. It moves the offset
+// wherever it is told, back or forward: use it after a DivergedError once
+// you know which events the handler's effects already include (see the
+// package doc, "Tail loss"), or after ErrNoOffset, to the last event the
+// service applied. A seq the table does not hold is ErrNoEvent.
 func Reset(ctx context.Context, pool *pgxpool.Pool, name string, seq int64) error {
 	if name == "" {
 		return errors.New("consume: empty consumer name")
@@ -152,9 +181,10 @@ func Reset(ctx context.Context, pool *pgxpool.Pool, name string, seq int64) erro
 		if err != nil {
 			return fmt.Errorf("resetting consumer %q: %w", name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO consumer_offsets (name, last_seq, event_id) VALUES ($1, $2, $3)
+		if _, err := tx.Exec(ctx, `INSERT INTO consumer_offsets (name, last_seq, event_id, history_hash) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (name) DO UPDATE SET last_seq = excluded.last_seq, event_id = excluded.event_id,
-			    lease_owner = NULL, lease_until = NULL, updated_at = now()`, name, pos.Seq, nullable(pos.EventID)); err != nil {
+			    history_hash = excluded.history_hash, lease_owner = NULL, lease_until = NULL, updated_at = now()`,
+			name, pos.Seq, nullable(pos.EventID), history(pos)); err != nil {
 			return fmt.Errorf("resetting consumer %q: %w", name, interpret(err))
 		}
 		return nil
@@ -168,7 +198,7 @@ func Offset(ctx context.Context, pool *pgxpool.Pool, name string) (Position, err
 		p  Position
 		id *string
 	)
-	err := pool.QueryRow(ctx, `SELECT last_seq, event_id FROM consumer_offsets WHERE name = $1`, name).Scan(&p.Seq, &id)
+	err := pool.QueryRow(ctx, `SELECT `+offsetColumns+` FROM consumer_offsets WHERE name = $1`, name).Scan(&p.Seq, &id, &p.History)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Position{}, fmt.Errorf("consumer %q: %w", name, ErrNoOffset)
 	}

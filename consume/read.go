@@ -11,14 +11,28 @@ import (
 )
 
 // Position is a place in payment_events: the last event read or handled,
-// named by its seq and its event_id. The event_id tells that event apart
-// from another one numbered at the same seq after a failover lost the
-// table's tail. The zero Position is before the first event.
+// named by its seq and its event_id, and, once read from the table, its
+// history_hash. The event_id tells that event apart from another one
+// numbered at the same seq after a failover lost the table's tail; the
+// history tells whether any event below it changed, even where the same
+// event came back at the same seq. The zero Position is before the first
+// event.
 type Position struct {
 	Seq int64
 	// EventID is the event's id; "" for the zero Position, or when not
 	// known (then only the seq is checked: the table must reach it).
 	EventID string
+	// History is the event's history_hash in hex as read
+	// (payments.Event.History); "" when not known (a position stored in
+	// consumer_offsets, an event numbered before migration 18): then only
+	// the event_id is checked.
+	History string
+}
+
+// PositionOf is the position of an event read from payment_events (one a
+// Follower handed over, say): what Rewind is given.
+func PositionOf(e payments.Event) Position {
+	return Position{Seq: e.Seq, EventID: e.EventID, History: e.History}
 }
 
 // querier is what a read needs: the consumer's transaction or a pool.
@@ -64,7 +78,8 @@ const selected = `($3::text[] IS NULL OR kind = ANY($3)) AND ($4::bigint[] IS NU
 // which carries the position to move to.
 func readWindow(ctx context.Context, q querier, from Position, size int, f filter) (window, error) {
 	b := &pgx.Batch{}
-	b.Queue(`SELECT (SELECT event_id FROM payment_events WHERE seq = $1), (SELECT coalesce(max(seq), 0) FROM payment_events)`, from.Seq)
+	b.Queue(`SELECT e.event_id, coalesce(encode(e.history_hash, 'hex'), ''), (SELECT coalesce(max(seq), 0) FROM payment_events)
+		FROM (SELECT 1) one LEFT JOIN payment_events e ON e.seq = $1`, from.Seq)
 	b.Queue(`SELECT `+payments.EventColumns+`, `+selected+` FROM payment_events
 		WHERE seq > $1 AND seq <= $1 + $2
 		  AND (`+selected+` OR seq = (SELECT max(seq) FROM payment_events WHERE seq > $1 AND seq <= $1 + $2))
@@ -73,11 +88,14 @@ func readWindow(ctx context.Context, q querier, from Position, size int, f filte
 	defer br.Close()
 
 	w := window{end: from}
-	var at *string
-	if err := br.QueryRow().Scan(&at, &w.last); err != nil {
+	var (
+		at      *string
+		history string
+	)
+	if err := br.QueryRow().Scan(&at, &history, &w.last); err != nil {
 		return window{}, fmt.Errorf("reading payment_events at seq %d: %w", from.Seq, interpret(err))
 	}
-	if err := diverged(from, at, w.last); err != nil {
+	if err := diverged(from, at, history, w.last); err != nil {
 		return window{}, err
 	}
 	rows, err := br.Query()
@@ -93,7 +111,7 @@ func readWindow(ctx context.Context, q querier, from Position, size int, f filte
 		if sel {
 			w.events = append(w.events, e)
 		}
-		w.end = Position{Seq: e.Seq, EventID: e.EventID}
+		w.end = PositionOf(e)
 	}
 	if err := rows.Err(); err != nil {
 		return window{}, fmt.Errorf("reading payment_events after seq %d: %w", from.Seq, interpret(err))
@@ -107,8 +125,9 @@ func readWindow(ctx context.Context, q querier, from Position, size int, f filte
 	return w, nil
 }
 
-// diverged checks the position against what the table holds at its seq.
-func diverged(from Position, at *string, last int64) error {
+// diverged checks the position against what the table holds at its seq:
+// the event, and, when the position knows it, the history below it.
+func diverged(from Position, at *string, history string, last int64) error {
 	if from.Seq == 0 {
 		return nil
 	}
@@ -116,8 +135,8 @@ func diverged(from Position, at *string, last int64) error {
 	if at != nil {
 		found = *at
 	}
-	if at == nil || (from.EventID != "" && found != from.EventID) {
-		return &DivergedError{At: from, Found: found, Last: last}
+	if at == nil || (from.EventID != "" && found != from.EventID) || (from.History != "" && history != from.History) {
+		return &DivergedError{At: from, Found: found, FoundHistory: history, Last: last}
 	}
 	return nil
 }
@@ -139,12 +158,14 @@ func positionAt(ctx context.Context, q interface {
 	p := Position{Seq: seq}
 	var err error
 	if seq < 0 {
-		err = q.QueryRow(ctx, `SELECT seq, event_id FROM payment_events ORDER BY seq DESC LIMIT 1`).Scan(&p.Seq, &p.EventID)
+		err = q.QueryRow(ctx, `SELECT seq, event_id, coalesce(encode(history_hash, 'hex'), '') FROM payment_events
+			ORDER BY seq DESC LIMIT 1`).Scan(&p.Seq, &p.EventID, &p.History)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return Position{}, nil
 		}
 	} else {
-		err = q.QueryRow(ctx, `SELECT event_id FROM payment_events WHERE seq = $1`, seq).Scan(&p.EventID)
+		err = q.QueryRow(ctx, `SELECT event_id, coalesce(encode(history_hash, 'hex'), '') FROM payment_events WHERE seq = $1`,
+			seq).Scan(&p.EventID, &p.History)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return Position{}, fmt.Errorf("%w: payment_events has no seq %d", ErrNoEvent, seq)
 		}

@@ -207,7 +207,7 @@ func (c *consumer) batch(ctx context.Context, h Handler) (more bool, err error) 
 			}
 			return false, &handlerError{seq: e.Seq, err: err}
 		}
-		to = Position{Seq: e.Seq, EventID: e.EventID}
+		to = PositionOf(e)
 		handled++
 	}
 	if !cut {

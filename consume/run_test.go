@@ -65,7 +65,7 @@ func TestRunFilters(t *testing.T) {
 			if got := credited(t, pool); !slices.Equal(got, tt.want) {
 				t.Fatalf("credited seqs %v, want %v", got, tt.want)
 			}
-			if got, want := offset(t, pool, "svc"), (consume.Position{Seq: 10, EventID: evs[9].EventID}); got != want {
+			if got, want := offset(t, pool, "svc"), consume.PositionOf(evs[9]); got != want {
 				t.Fatalf("offset %+v, want %+v", got, want)
 			}
 		})
@@ -316,7 +316,11 @@ func TestRunSharedNameWithConcurrentWriters(t *testing.T) {
 			t.Fatalf("group %s's events in seq order %v, want %v", g.cursor, got, want)
 		}
 	}
-	if got, want := offset(t, pool, "svc"), (consume.Position{Seq: int64(total), EventID: ids[total-1]}); got != want {
+	last, err := consume.PositionAt(context.Background(), pool, int64(total))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := offset(t, pool, "svc"), last; got != want || got.EventID != ids[total-1] || got.History == "" {
 		t.Fatalf("offset %+v, want %+v", got, want)
 	}
 	if got, want := balances(t, pool), wantBalances(written); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -367,7 +371,7 @@ func TestRunStandbyTakesOver(t *testing.T) {
 		}))...)
 	})
 	p := waitProgress(t, standby, func(p consume.Progress) bool { return p.Standby })
-	if want := (consume.Progress{Name: "svc", Offset: consume.Position{Seq: 2, EventID: evs[1].EventID}, Last: 4, Standby: true}); p != want {
+	if want := (consume.Progress{Name: "svc", Offset: consume.PositionOf(evs[1]), Last: 4, Standby: true}); p != want {
 		t.Fatalf("standby progress %+v, want %+v", p, want)
 	}
 	// a stops with its batch in flight: rolled back; b goes on from 2.
@@ -561,7 +565,7 @@ func TestRunProgress(t *testing.T) {
 		return consume.Run(ctx, pool, "svc", credit("svc"), quick(consume.BatchSize(4), consume.Kinds(payments.KindConfirmed),
 			consume.Metrics(reg), consume.OnProgress(func(p consume.Progress) { reports <- p }))...)
 	})
-	at := func(i int) consume.Position { return consume.Position{Seq: evs[i-1].Seq, EventID: evs[i-1].EventID} }
+	at := func(i int) consume.Position { return consume.PositionOf(evs[i-1]) }
 	want := []consume.Progress{
 		{Name: "svc", Offset: at(4), Last: 10, Handled: 2},
 		{Name: "svc", Offset: at(8), Last: 10, Handled: 2},
@@ -731,8 +735,11 @@ func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 }
 
 // TestRunOffsetRowDeleted: a consumer whose offset row is deleted while it
-// runs stops rather than start again from its first event; Reset refuses a
-// seq the table does not hold.
+// runs stops rather than start again from its first event; so does every
+// later start of the name, in either mode (a supervisor's restart, a
+// deploy), until the offset is set with Reset: before, the next start
+// registered the name afresh and credited every payment again. Reset
+// refuses a seq the table does not hold.
 func TestRunOffsetRowDeleted(t *testing.T) {
 	t.Parallel()
 	pool, _ := pgtest.NewPool(t)
@@ -752,6 +759,22 @@ func TestRunOffsetRowDeleted(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	for range 2 {
+		for mode, err := range map[string]error{
+			"Run": consume.Run(ctx, pool, "svc", credit("svc"), quick()...),
+			"RunAtLeastOnce": consume.RunAtLeastOnce(ctx, pool, "svc", func(context.Context, payments.Event) error {
+				t.Error("handler called")
+				return nil
+			}, quick()...),
+		} {
+			if !errors.Is(err, consume.ErrNoOffset) || !strings.Contains(err.Error(), "consume.Reset") {
+				t.Fatalf("%s started again after its offset row was deleted = %v, want ErrNoOffset naming consume.Reset", mode, err)
+			}
+		}
+	}
+	if got := credited(t, pool); !slices.Equal(got, []int64{1, 2}) {
+		t.Fatalf("credited %v after the restarts, want [1 2]", got)
+	}
 	if err := consume.Reset(ctx, pool, "svc", 9); !errors.Is(err, consume.ErrNoEvent) {
 		t.Fatalf("Reset to seq 9 of 3 = %v, want ErrNoEvent", err)
 	}

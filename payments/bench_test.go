@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/payments"
 )
@@ -94,5 +96,57 @@ func BenchmarkRecordRange(b *testing.B) {
 			}
 			b.ReportMetric(float64(perRange*b.N)/b.Elapsed().Seconds(), "rows/s")
 		})
+	}
+}
+
+// BenchmarkCommitBesideAnOldSnapshot is a one-event commit after another
+// group recorded 150 ranges of 2,000 events while a snapshot older than
+// them stayed open (a frozen writer, a slow consumer, a pg_dump), whose
+// dead staged rows vacuum cannot remove: the numbering at commit, which
+// holds the event counter, must not read them.
+func BenchmarkCommitBesideAnOldSnapshot(b *testing.B) {
+	pool, dbURL := pgtest.NewPool(b)
+	s := payments.NewStore(pool)
+	ctx := context.Background()
+	old, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer old.Close(ctx)
+	if _, err := old.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM payment_events`); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	event := func() payments.Event {
+		n++
+		return payments.EventFor(payments.KindSeen, payments.Payment{
+			ChainID: 1337, Contract: "0x" + strings.Repeat("ab", 20),
+			TxHash: fmt.Sprintf("0x%064x", n), BlockNumber: int64(n / 500),
+			BlockHash: "0x" + strings.Repeat("cd", 32), Payer: fmt.Sprintf("0x%040x", n%97),
+			Digest: fmt.Sprintf("0x%064x", n*31), Amount: big.NewInt(int64(n)), BurnedAt: time.Unix(1_700_000_000, 0),
+		}, 0)
+	}
+	commit := func(evs []payments.Event) {
+		tx, err := s.Begin(ctx, payments.Limits{LockWait: time.Second, TxTimeout: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.AppendEvents(ctx, evs); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 150 {
+		evs := make([]payments.Event, 2000)
+		for i := range evs {
+			evs[i] = event()
+		}
+		commit(evs)
+	}
+	for b.Loop() {
+		commit([]payments.Event{event()})
 	}
 }

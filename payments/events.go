@@ -50,6 +50,12 @@ type Event struct {
 	// it (a retracted for a contract its group stopped following); "" when
 	// it did.
 	Reason string `json:"reason,omitempty"`
+	// History is the event's history_hash in hex (migration 18): the hash
+	// of the event log up to the end of the commit that numbered it. A
+	// reader that finds it unchanged at this seq later knows that every
+	// event below is the one it saw; "" for events numbered before
+	// migration 18. Not in the JSON form.
+	History string `json:"-"`
 }
 
 // EventID is the id of the first occurrence of a step: a burn's kind at a
@@ -115,7 +121,8 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 // EventColumns are the columns of payment_events ScanEvent reads, in its
 // order: the one way an event is read, here and by consumers.
 const EventColumns = `seq, event_id, kind, chain_id, contract, tx_hash, log_index, block_number, block_hash,
-	payer, digest, amount::text, burned_at, coalesce(payment_id, 0), created_at, coalesce(reason, '')`
+	payer, digest, amount::text, burned_at, coalesce(payment_id, 0), created_at, coalesce(reason, ''),
+	coalesce(encode(history_hash, 'hex'), '')`
 
 const eventColumns = EventColumns
 
@@ -128,7 +135,7 @@ func ScanEvent(row pgx.Row, extra ...any) (Event, error) {
 		amount  string
 	)
 	dest := append([]any{&e.Seq, &e.EventID, &e.Kind, &chainID, &e.Contract, &e.TxHash, &e.LogIndex, &e.BlockNumber,
-		&e.BlockHash, &e.Payer, &e.Digest, &amount, &e.BurnedAt, &e.PaymentID, &e.CreatedAt, &e.Reason}, extra...)
+		&e.BlockHash, &e.Payer, &e.Digest, &amount, &e.BurnedAt, &e.PaymentID, &e.CreatedAt, &e.Reason, &e.History}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return Event{}, fmt.Errorf("reading events: %w", interpret(err))
 	}

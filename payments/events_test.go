@@ -2,6 +2,8 @@ package payments_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/big"
 	"math/rand/v2"
@@ -409,4 +411,73 @@ func TestNewEventsAreMovedInOneInsert(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// TestHistoryHashChainsTheLog: every event carries the history of the log
+// up to the end of its commit (migration 18): sha256 of the history before
+// the commit and the ids the commit numbered, in seq order, each followed
+// by a newline, whichever way the commit numbered them (the one insert of
+// new ids, or the general numbering of an id that repeats, whose ids end
+// in :<n>). A log that lost its tail and numbered other events there has
+// another history from the first seq that changed on, even where the same
+// event came back to the same seq.
+func TestHistoryHashChainsTheLog(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	ev := func(i int) payments.Event {
+		return payments.EventFor(payments.KindSeen, payment(1, uint32(i), big.NewInt(int64(i))), 0)
+	}
+	appendCommitted(t, s, ev(0), ev(1))
+	appendCommitted(t, s, ev(2), ev(1), ev(1)) // a repeated id: the general numbering
+	appendCommitted(t, s, ev(3))
+	check := func(commits [][]int64) []string {
+		t.Helper()
+		evs, err := s.Events(ctx, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bySeq := map[int64]payments.Event{}
+		for _, e := range evs {
+			bySeq[e.Seq] = e
+		}
+		var prior []byte
+		var out []string
+		for _, commit := range commits {
+			h := sha256.New()
+			h.Write(prior)
+			for _, seq := range commit {
+				h.Write([]byte(bySeq[seq].EventID + "\n"))
+			}
+			prior = h.Sum(nil)
+			for _, seq := range commit {
+				if got := bySeq[seq].History; got != hex.EncodeToString(prior) {
+					t.Fatalf("event %d's history %s, want %x", seq, got, prior)
+				}
+				out = append(out, bySeq[seq].History)
+			}
+		}
+		return out
+	}
+	before := check([][]int64{{1, 2}, {3, 4, 5}, {6}})
+	if !strings.HasSuffix(must(s.Events(ctx, 3, 1))[0].EventID, ":2") {
+		t.Fatal("the second commit did not take the general numbering")
+	}
+	// The tail after seq 2 is lost (an asynchronous failover) and other
+	// events are numbered at 3 and 4.
+	if _, err := pool.Exec(ctx, `DELETE FROM payment_events WHERE seq > 2; UPDATE payment_event_seq SET last_seq = 2`); err != nil {
+		t.Fatal(err)
+	}
+	appendCommitted(t, s, ev(1), ev(2))
+	after := check([][]int64{{1, 2}, {3, 4}})
+	if before[0] != after[0] || before[1] != after[1] || before[2] == after[2] {
+		t.Fatalf("histories %v then %v: want the first commit's kept and the third seq's changed", before, after)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

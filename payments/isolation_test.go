@@ -2,11 +2,16 @@ package payments_test
 
 import (
 	"context"
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/payments"
 )
 
@@ -134,5 +139,90 @@ func TestARolledBackWriterLeavesNothingStaged(t *testing.T) {
 	var staged int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM payment_events_staged`).Scan(&staged); err != nil || staged != 0 {
 		t.Fatalf("%d staged rows (%v), want 0", staged, err)
+	}
+}
+
+// TestACommitReadsOnlyItsOwnStagedRows: while a snapshot older than them
+// is open (another group's frozen writer, a slow consumer, a pg_dump), the
+// rows earlier commits staged and deleted stay in payment_events_staged
+// and ledger_commits as dead rows. A commit finds its own rows by its own
+// transaction id instead of reading those tables whole: the pages it
+// touches, and the time it holds the event counter, do not grow with
+// other transactions' dead rows. Before, each commit read every page of
+// both tables.
+func TestACommitReadsOnlyItsOwnStagedRows(t *testing.T) {
+	t.Parallel()
+	pool, dbURL := pgtest.NewPool(t)
+	ctx := context.Background()
+	// The old snapshot: a transaction that has read something, and waits.
+	old, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close(ctx)
+	if _, err := old.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM payment_events`); err != nil {
+		t.Fatal(err)
+	}
+	s := payments.NewStore(pool)
+	n := 0
+	for range 20 {
+		evs := make([]payments.Event, 2000)
+		for i := range evs {
+			n++
+			p := payment(byte(n), uint32(n), big.NewInt(int64(n)))
+			p.TxHash = fmt.Sprintf("0x%064x", n)
+			evs[i] = payments.EventFor(payments.KindSeen, p, 0)
+		}
+		if err := inTx(s, func(ctx context.Context, tx *payments.Tx) error {
+			_, err := tx.AppendEvents(ctx, evs)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One session does the small commit and reads what it touched: the
+	// statistics of a backend are its own until flushed, and flushed when
+	// it is asked to and goes idle.
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	one, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	blocks := func() (touched int64, pages int64) {
+		t.Helper()
+		if _, err := one.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		if err := one.QueryRow(ctx, `SELECT sum(coalesce(heap_blks_hit, 0) + coalesce(heap_blks_read, 0))::bigint,
+			sum(pg_relation_size(relid) / current_setting('block_size')::int)::bigint
+			FROM pg_statio_user_tables WHERE relname IN ('payment_events_staged', 'ledger_commits')`).Scan(&touched, &pages); err != nil {
+			t.Fatal(err)
+		}
+		return touched, pages
+	}
+	before, pages := blocks()
+	if pages < 500 {
+		t.Fatalf("the staged tables hold %d pages of dead rows, want at least 500 for the test to mean anything", pages)
+	}
+	p := payment(1, 1, big.NewInt(1))
+	p.TxHash = fmt.Sprintf("0x%064x", n+1)
+	if err := inTx(payments.NewStore(one), func(ctx context.Context, tx *payments.Tx) error {
+		_, err := tx.AppendEvents(ctx, []payments.Event{payments.EventFor(payments.KindSeen, p, 0)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := blocks()
+	if touched := after - before; touched > 20 {
+		t.Fatalf("a one-event commit touched %d pages of the staged tables' %d, want a handful: it read other transactions' dead rows", touched, pages)
+	}
+	var last int64
+	if err := pool.QueryRow(ctx, `SELECT max(seq) FROM payment_events`).Scan(&last); err != nil || last != int64(n+1) {
+		t.Fatalf("last seq %d (%v), want %d", last, err, n+1)
 	}
 }

@@ -175,6 +175,12 @@ func (p *eventPrinter) follow(ctx context.Context, start consume.Position, sessi
 			return nil
 		case errors.As(err, &diverged):
 			at, rerr := f.Rewind(ctx, p.printed)
+			if errors.Is(rerr, consume.ErrBeyondHanded) {
+				// Waiting does not help: the table changed below every
+				// event this command still remembers printing.
+				return fmt.Errorf("the database no longer holds the events this command printed (an asynchronous failover lost them?), nor any of the last %d it printed: %w; run poller events --since SEQ from a seq you know was applied, and deduplicate on event_id",
+					len(p.printed), rerr)
+			}
 			if rerr != nil {
 				err = rerr
 				break
@@ -224,7 +230,7 @@ func (p *eventPrinter) printAll(ctx context.Context, evs []payments.Event) error
 		if err := p.print(e, heads); err != nil {
 			return err
 		}
-		p.printed = append(p.printed, consume.Position{Seq: e.Seq, EventID: e.EventID})
+		p.printed = append(p.printed, consume.PositionOf(e))
 	}
 	if n := len(p.printed) - eventsRemembered; n > 0 {
 		p.printed = append(p.printed[:0], p.printed[n:]...)
