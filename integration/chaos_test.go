@@ -365,7 +365,7 @@ func TestChaos(t *testing.T) {
 		r.start(t) // one replica delivers what is left after the faults
 	}
 	// Deliveries a killed replica had claimed wait out their lease
-	// (WEBHOOK_TIMEOUT + 30 s); retried ones their back-off. The runbook's
+	// (WEBHOOK_TIMEOUT + 3 s); retried ones their back-off. The runbook's
 	// "send at once" makes them due now.
 	if _, err := pg.pool.Exec(context.Background(), `UPDATE webhook_deliveries SET next_attempt_at = now()
 		WHERE delivered_at IS NULL AND dead_at IS NULL`); err != nil {

@@ -47,8 +47,11 @@ type Config struct {
 	// Backoff, if set, replaces Backoff (tests).
 	Backoff func(attempt int) time.Duration
 	// Lease is how long, beyond Timeout, a claimed delivery stays this
-	// replica's; zero means 30 seconds. A replica that dies mid-attempt is
-	// retried by another once the lease runs out.
+	// replica's; zero means 3 seconds. A claim's attempt (reading its events
+	// and the POST) ends within Timeout of the claim; the lease covers
+	// recording the outcome. A replica that dies, freezes or is cut off
+	// mid-attempt delays only the deliveries it claimed, by at most
+	// Timeout + Lease: another replica then sends them.
 	Lease time.Duration
 }
 
@@ -59,6 +62,11 @@ const (
 	ResultFailed    = "failed"
 	ResultDead      = "dead"
 )
+
+// DefaultLease is Config.Lease's default: enough to record an attempt's
+// outcome after its Timeout, short enough that deliveries claimed by a
+// replica that froze wait for another only a few seconds past Timeout.
+const DefaultLease = 3 * time.Second
 
 // responseCap is how much of a response body is read (and dropped), so that
 // the connection can be reused without reading an endless answer.
@@ -104,7 +112,7 @@ func New(cfg Config, pool *pgxpool.Pool, reg prometheus.Registerer, log *slog.Lo
 		// A replica that dies mid-attempt is retried once the lease
 		// runs out (the receiver may then see the event twice, with the
 		// same id).
-		cfg.Lease = 30 * time.Second
+		cfg.Lease = DefaultLease
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = func(attempt int) time.Duration { return Backoff(attempt, jitter()) }
@@ -374,17 +382,24 @@ func (d *Dispatcher) deliverDue(ctx context.Context, e Endpoint) (int, error) {
 	if len(claims) == 0 {
 		return 0, nil
 	}
+	// The claims' attempts end within Timeout of the claim, reading their
+	// events included, so that each outcome is recorded while the lease
+	// (Timeout + Lease) still holds; a claim whose attempt could not
+	// start is handed back at once.
+	actx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
 	seqs := make([]int64, len(claims))
 	for i, c := range claims {
 		seqs[i] = c.seq
 	}
-	evs, err := d.events(ctx, seqs)
+	evs, err := d.events(actx, seqs)
 	if err != nil {
+		d.handBack(ctx, e, claims)
 		return 0, err
 	}
 	var wg sync.WaitGroup
 	for _, c := range claims {
-		wg.Go(func() { d.attempt(ctx, e, c, evs[c.seq]) })
+		wg.Go(func() { d.attempt(ctx, actx, e, c, evs[c.seq]) })
 	}
 	wg.Wait()
 	return len(claims), nil
@@ -402,17 +417,26 @@ func (d *Dispatcher) events(ctx context.Context, seqs []int64) (map[int64]paymen
 	return out, nil
 }
 
-// attempt POSTs ev to e once and records the outcome.
-func (d *Dispatcher) attempt(ctx context.Context, e Endpoint, c claimed, ev payments.Event) {
-	status, problem := d.post(ctx, e, ev)
+// handBack makes claims due again at once, for another attempt (by this
+// replica or another) rather than at the end of their lease.
+func (d *Dispatcher) handBack(ctx context.Context, e Endpoint, claims []claimed) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, c := range claims {
+		_, _ = d.pool.Exec(rctx, `UPDATE webhook_deliveries SET next_attempt_at = now()
+			WHERE endpoint = $1 AND seq = $2 AND attempts = $3 AND delivered_at IS NULL`, e.Label, c.seq, c.attempts)
+	}
+}
+
+// attempt POSTs ev to e once, within actx (the claim's Timeout), and
+// records the outcome.
+func (d *Dispatcher) attempt(ctx, actx context.Context, e Endpoint, c claimed, ev payments.Event) {
+	status, problem := d.post(actx, e, ev)
 	if ctx.Err() != nil && problem != "" {
 		// Shutting down mid-attempt: hand the delivery back at once
 		// rather than at the end of the lease (it may have arrived; the
 		// next attempt carries the same id).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_, _ = d.pool.Exec(rctx, `UPDATE webhook_deliveries SET next_attempt_at = now()
-			WHERE endpoint = $1 AND seq = $2 AND attempts = $3 AND delivered_at IS NULL`, e.Label, c.seq, c.attempts)
+		d.handBack(ctx, e, []claimed{c})
 		return
 	}
 	// The outcome is recorded even when a stop comes meanwhile: an answer

@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -419,4 +420,54 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// roundTripper is an http.RoundTripper of a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAFrozenReplicaDelaysOnlyWhatItClaimed: replica A claims a delivery
+// and freezes inside the attempt (its process stopped: nothing it does
+// returns, not even its own timeout). Replica B, running beside it, sends
+// the event once A's claim has run out: WEBHOOK_TIMEOUT plus the lease of
+// a few seconds after A's claim, not the 30 s beyond it of before, which
+// held another group's deliveries for about 40 s at the defaults.
+func TestAFrozenReplicaDelaysOnlyWhatItClaimed(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewPool(t)
+	r := newReceiver(t, func(string, int) int { return http.StatusNoContent })
+	ep := endpoint(t, r.listen("127.0.0.1:0"))
+	cfg := webhooks.Config{Endpoints: []webhooks.Endpoint{ep}, Timeout: time.Second}
+	thaw := make(chan struct{})
+	frozen := make(chan struct{}, 1)
+	a := startDispatcher(t, pool, cfg)
+	a.d.SetTransport(roundTripper(func(*http.Request) (*http.Response, error) {
+		frozen <- struct{}{}
+		<-thaw
+		return nil, errors.New("thawed")
+	}))
+	t.Cleanup(func() { close(thaw) }) // after B stops, before A does
+	ev := addEvents(t, pool, 1)[0]
+	select {
+	case <-frozen:
+	case <-time.After(30 * time.Second):
+		t.Fatal("replica A never claimed the delivery")
+	}
+	var lease time.Duration
+	if err := pool.QueryRow(context.Background(), `SELECT extract(epoch FROM next_attempt_at - last_attempt_at) * 1e9
+		FROM webhook_deliveries WHERE seq = $1`, ev.Seq).Scan(&lease); err != nil {
+		t.Fatal(err)
+	}
+	if want := cfg.Timeout + webhooks.DefaultLease; lease != want {
+		t.Fatalf("A's claim lasts %s, want WEBHOOK_TIMEOUT + %s = %s", lease, webhooks.DefaultLease, want)
+	}
+	b := startDispatcher(t, pool, cfg)
+	got := b.d.Signals.Attempted.WaitUntil(t, 3*(cfg.Timeout+webhooks.DefaultLease), func(at webhooks.Attempt) bool { return at.Seq == ev.Seq })
+	if got.Result != webhooks.ResultDelivered || !r.delivered(ev.EventID) {
+		t.Fatalf("replica B's attempt %+v, want the event delivered", got)
+	}
+	if rows := deliveryRows(t, pool); rows[ev.Seq] != "2 true false 204 " {
+		t.Fatalf("delivery row %q, want delivered at the second attempt", rows[ev.Seq])
+	}
 }
