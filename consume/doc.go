@@ -11,16 +11,30 @@
 // thereby credits each payment exactly once, across crashes, retries,
 // restarts and replicas:
 //
-//	credit := func(ctx context.Context, tx pgx.Tx, e payments.Event) error {
-//		_, err := tx.Exec(ctx, `INSERT INTO balances (payer, amount) VALUES ($1, $2::numeric)
-//			ON CONFLICT (payer) DO UPDATE SET amount = balances.amount + excluded.amount`,
-//			e.Payer, e.Amount.String())
-//		return err
+//	creditOrReverse := func(ctx context.Context, tx pgx.Tx, e payments.Event) error {
+//		switch e.Kind {
+//		case payments.KindConfirmed:
+//			// Record the credit (chain, contract, tx, log index, block
+//			// hash) and add it to the payer's balance.
+//			return credit(ctx, tx, e)
+//		case payments.KindRetracted:
+//			// A retracted burn that was credited (the same chain,
+//			// contract, tx, log index and block hash) takes its credit
+//			// back; one never credited (only seen) changes nothing.
+//			return reverse(ctx, tx, e)
+//		}
+//		return nil
 //	}
-//	err := consume.Run(ctx, pool, "balances", credit, consume.Kinds(payments.KindConfirmed))
+//	err := consume.Run(ctx, pool, "balances", creditOrReverse,
+//		consume.Kinds(payments.KindConfirmed, payments.KindRetracted))
 //
-// Credit on confirmed only: a seen burn is not final, and retracted takes
-// back a seen one. The Example shows the whole program.
+// Credit on confirmed, never on seen: a seen burn is not final. And take
+// the credit back on a retracted that follows a confirmed: a confirmed
+// payment is final as far as the chain's finality holds, and when it does
+// not, an operator's cursor reset orphans the payment and records a
+// retracted for it; if the new branch holds the burn too, a new confirmed
+// follows, which is credited again. A handler of confirmed alone would then
+// credit the payment twice. The Example shows the whole program.
 //
 // # At least once: RunAtLeastOnce
 //

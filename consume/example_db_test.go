@@ -15,10 +15,12 @@ import (
 	"github.com/burnpoller/burnpoller/payments"
 )
 
-// examplePool returns a pool on a database of its own holding five payment
+// examplePool returns a pool on a database of its own holding eight payment
 // events: 0x…a11c pays 1000000 (seen, then confirmed), 0x…b0 pays 250
 // (confirmed without being seen first), 0x…a11c pays 500000 (seen, then
-// confirmed); and the function that drops it.
+// confirmed); then an operator's cursor reset orphans 0x…b0's payment
+// (retracted) and the chain's new branch holds the same burn in another
+// block (confirmed again); and the function that drops it.
 func examplePool() (*pgxpool.Pool, func()) {
 	tb := &exampleTB{}
 	pool, _ := pgtest.NewPool(tb)
@@ -30,12 +32,25 @@ func examplePool() (*pgxpool.Pool, func()) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	moved := burn(2, payments.KindConfirmed, b0, 250)
+	moved.BlockNumber, moved.BlockHash = 150, blockHash(150)
+	moved.EventID = payments.EventID(moved.ChainID, moved.TxHash, moved.LogIndex, moved.Kind, moved.BlockHash)
 	for _, evs := range [][]payments.Event{
 		{burn(1, payments.KindSeen, a11c, 1000000)},
 		{burn(1, payments.KindConfirmed, a11c, 1000000), burn(2, payments.KindConfirmed, b0, 250)},
 		{burn(3, payments.KindSeen, a11c, 500000)},
 		{burn(3, payments.KindConfirmed, a11c, 500000)},
+		{burn(2, payments.KindRetracted, b0, 250)},
+		{moved},
 	} {
+		if evs[0].Kind == payments.KindRetracted {
+			// The reset marks the payment orphaned as it records the
+			// retracted event.
+			if _, err := pool.Exec(ctx, `UPDATE payments SET orphaned_at = now() WHERE tx_hash = $1`, evs[0].TxHash); err != nil {
+				tb.cleanup()
+				panic(err)
+			}
+		}
 		if _, err := appendEvents(ctx, pool, evs...); err != nil {
 			tb.cleanup()
 			panic(err)
