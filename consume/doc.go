@@ -130,27 +130,48 @@
 // failover, only from a database put together from different moments
 // (consumer_offsets restored apart from payment_events, rows deleted by
 // hand). Before each batch the consumer checks that the event at its offset
-// is there with the event_id stored with the offset, and stops with a
-// *DivergedError (ErrDiverged) when the table ends below the offset or holds
-// another event at it. It never moves on by itself, forwards or back: only
-// the service knows which events its effects already include. Once that is
-// settled, move the offset with Reset.
+// is there with the event_id and history_hash stored with the offset (the
+// history_hash, migration 18, is the hash of the log up to that event's
+// commit: equal means every event below is the same), and stops with a
+// *DivergedError (ErrDiverged) when the table ends below the offset, holds
+// another event at it, or holds the same event over other events. It never
+// moves on by itself, forwards or back: only the service knows which events
+// its effects already include. Once that is settled, move the offset with
+// Reset.
 //
 // A Follower keeps its position in memory, outside the database, so a
-// failover can move the table back under it. It checks the same way on every
-// read and returns the same error; since it cannot tell which of the events
-// it returned the new primary lost, it does not go on by itself either.
-// Start a new Follower from a position the new primary holds (the error gives
-// its last seq) and deduplicate on event_id.
+// failover can move the table back under it. It checks the same way on
+// every read and returns the same error, also when the event at its
+// position came back under its old id while events below it were numbered
+// again. Rewind, given the positions of the events it handed over
+// (PositionOf), goes back to just before the oldest of them the table no
+// longer holds as handed, and the events after it come again: deduplicate
+// on event_id. When none of them is held as handed, Rewind refuses with
+// ErrBeyondHanded rather than guess.
 //
-// # Schema and grants
+// # Offsets
 //
-// Run and RunAtLeastOnce need the schema of migration 11 or later, a
-// Follower that of migration 6; an older database, or one without the
+// Every name that ever had an offset row is remembered (consumer_names,
+// migration 19). A name whose row is gone stops with ErrNoOffset, while it
+// runs and at every later start, until Reset sets its offset: starting it
+// again from its start position would hand over every event again.
+//
+// # Schema, grants and poolers
+//
+// Run and RunAtLeastOnce need the schema of migration 19 or later, a
+// Follower that of migration 18; an older database, or one without the
 // schema, stops them with one line wrapping migrations.ErrPending: "database
 // schema is behind this binary; run `poller migrate` (...)". A consumer's
-// role needs SELECT on payment_events and burnpoller_schema_version, and
-// SELECT, INSERT and UPDATE on consumer_offsets; a missing grant stops it.
+// role needs SELECT on payment_events, burnpoller_schema_version and
+// consumer_names, and SELECT, INSERT and UPDATE on consumer_offsets; a
+// missing grant stops it.
+//
+// Through a transaction pooler (PgBouncer in transaction mode, say) the
+// pool must send no named prepared statements: pgx's default statement
+// cache stops a consumer at once with ErrPooler, which names the setting
+// (default_query_exec_mode=cache_describe). LISTEN hears nothing there: the
+// consumer polls, unless ListenOn gives it a pool that reaches Postgres
+// itself.
 //
 // # Metrics
 //

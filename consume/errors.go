@@ -159,7 +159,7 @@ func fatal(err error) bool {
 	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege: a grant is missing
 		return true
 	}
-	for _, e := range []error{migrations.ErrPending, ErrDiverged, ErrGap, ErrNoOffset, ErrNoEvent} {
+	for _, e := range []error{migrations.ErrPending, ErrDiverged, ErrGap, ErrNoOffset, ErrNoEvent, ErrPooler} {
 		if errors.Is(err, e) {
 			return true
 		}

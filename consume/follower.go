@@ -49,9 +49,10 @@ func NewFollower(pool *pgxpool.Pool, after Position, opts ...Option) (*Follower,
 }
 
 // Start checks the schema (an error wrapping migrations.ErrPending that says
-// to run `poller migrate` when payment_events is missing) and starts
-// listening for notifications, until Stop or until ctx ends. It returns
-// once started.
+// to run `poller migrate` when payment_events is missing) and the pool
+// (ErrPooler through a transaction pooler that cannot carry its statements)
+// and starts listening for notifications, until Stop or until ctx ends. It
+// returns once started.
 func (f *Follower) Start(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -61,9 +62,13 @@ func (f *Follower) Start(ctx context.Context) error {
 	if err := checkSchema(ctx, f.pool, eventsVersion); err != nil {
 		return err
 	}
+	listen, err := checkPool(ctx, f.pool, f.cfg)
+	if err != nil {
+		return err
+	}
 	lctx, cancel := context.WithCancel(ctx)
 	f.started, f.cancel = true, cancel
-	f.waker.start(lctx)
+	f.waker.start(lctx, listen)
 	return nil
 }
 

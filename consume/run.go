@@ -84,7 +84,6 @@ func newConsumer(pool *pgxpool.Pool, name string, handler bool, opts []Option) (
 func (c *consumer) loop(ctx context.Context, step func(context.Context) (more bool, err error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	w := newWaker(c.cfg, c.pool)
-	w.start(ctx)
 	defer func() {
 		cancel()
 		w.stop()
@@ -96,8 +95,14 @@ func (c *consumer) loop(ctx context.Context, step func(context.Context) (more bo
 			err  error
 		)
 		if !prepared {
-			err = c.prepare(ctx)
+			// The waker listens once the pool is known: not through a
+			// transaction pooler.
+			var listen bool
+			listen, err = c.prepare(ctx)
 			prepared = err == nil
+			if prepared {
+				w.start(ctx, listen)
+			}
 		}
 		if err == nil {
 			more, err = step(ctx)
@@ -128,14 +133,18 @@ func (c *consumer) loop(ctx context.Context, step func(context.Context) (more bo
 	return nil
 }
 
-// prepare checks the schema and registers the name.
-func (c *consumer) prepare(ctx context.Context) error {
+// prepare checks the schema and the pool (checkPool: whether the waker may
+// listen on it) and registers the name.
+func (c *consumer) prepare(ctx context.Context) (listen bool, err error) {
 	qctx, cancel := context.WithTimeout(ctx, c.cfg.batchTimeout)
 	defer cancel()
 	if err := checkSchema(qctx, c.pool, offsetsVersion); err != nil {
-		return err
+		return false, err
 	}
-	return register(qctx, c.pool, c.name, c.cfg.start)
+	if listen, err = checkPool(qctx, c.pool, c.cfg); err != nil {
+		return false, err
+	}
+	return listen, register(qctx, c.pool, c.name, c.cfg.start)
 }
 
 // batch is one transaction of Run: read the offset and the window after

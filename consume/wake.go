@@ -21,12 +21,13 @@ type waker struct {
 	c    chan struct{}
 	poll time.Duration
 	pool *pgxpool.Pool // the LISTEN session's; nil polls only
+	own  *pgxpool.Pool // the reader's own pool
 	log  *slog.Logger
 	wg   sync.WaitGroup
 }
 
 func newWaker(cfg config, pool *pgxpool.Pool) *waker {
-	w := &waker{c: make(chan struct{}, 1), poll: cfg.poll, log: cfg.log}
+	w := &waker{c: make(chan struct{}, 1), poll: cfg.poll, log: cfg.log, own: pool}
 	switch {
 	case cfg.noListen:
 	case cfg.listen != nil:
@@ -37,8 +38,12 @@ func newWaker(cfg config, pool *pgxpool.Pool) *waker {
 	return w
 }
 
-// start listens until ctx ends; stop waits for that.
-func (w *waker) start(ctx context.Context) {
+// start listens until ctx ends, unless told not to (a pool through a
+// transaction pooler: it polls only); stop waits for that.
+func (w *waker) start(ctx context.Context, listen bool) {
+	if w.pool == w.own && !listen {
+		w.pool = nil
+	}
 	if w.pool != nil {
 		w.wg.Go(func() { w.listen(ctx) })
 	}
@@ -126,7 +131,7 @@ func NewWaker(pool *pgxpool.Pool, poll time.Duration, log *slog.Logger) *Waker {
 }
 
 // Start listens until ctx ends; Stop waits for that.
-func (w *Waker) Start(ctx context.Context) { w.w.start(ctx) }
+func (w *Waker) Start(ctx context.Context) { w.w.start(ctx, true) }
 
 // Stop waits until the listening session is closed (ctx given to Start
 // ended).

@@ -28,6 +28,11 @@ var ErrNoSessions = errors.New("the connection does not keep session state betwe
 // in one round, so it takes every round to say yes; a direct connection
 // never shows either. It opens and closes two connections of its own.
 func KeepsSessions(ctx context.Context, cc *pgx.ConnConfig) (bool, error) {
+	// The probe's own statements must pass any pooler: no named prepared
+	// statements (which a pooler's next client finds on its server
+	// connection as "already exists"), whatever mode cc names.
+	cc = cc.Copy()
+	cc.DefaultQueryExecMode = pgx.QueryExecModeExec
 	c1, err := pgx.ConnectConfig(ctx, cc.Copy())
 	if err != nil {
 		return false, fmt.Errorf("connecting: %w", err)
