@@ -25,6 +25,9 @@ var (
 	// again from its first event, at every start, until the offset is set
 	// with Reset.
 	ErrNoOffset = errors.New("consumer offset row is gone")
+	// ErrNotOwner means a consumer name belongs to another role: each role
+	// sees and moves only the offsets it created (migration 20).
+	ErrNotOwner = errors.New("consumer name belongs to another role")
 	// ErrNoEvent means a seq asked for is not in payment_events.
 	ErrNoEvent = errors.New("no such event")
 	// ErrBeyondHanded means Follower.Rewind cannot tell where
@@ -115,7 +118,7 @@ func (h *handlerError) Unwrap() error { return h.err }
 // Schema versions the package needs.
 const (
 	eventsVersion  = 18 // payment_events with history_hash
-	offsetsVersion = 19 // consumer_offsets with history_hash, consumer_names
+	offsetsVersion = 20 // consumer_offsets with history_hash and owner, consumer_names
 )
 
 // checkSchema refuses a database below version need with an error
@@ -159,7 +162,7 @@ func fatal(err error) bool {
 	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege: a grant is missing
 		return true
 	}
-	for _, e := range []error{migrations.ErrPending, ErrDiverged, ErrGap, ErrNoOffset, ErrNoEvent, ErrPooler} {
+	for _, e := range []error{migrations.ErrPending, ErrDiverged, ErrGap, ErrNoOffset, ErrNoEvent, ErrPooler, ErrNotOwner} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -28,14 +28,23 @@ func register(ctx context.Context, pool *pgxpool.Pool, name string, start int64)
 	var (
 		exists     bool
 		registered *time.Time
+		owner      string
+		mine       bool
 	)
+	// Row-level security (migration 20) shows a role only the offset rows
+	// of roles it is a member of; the names, with their owners, it sees
+	// whole.
 	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM consumer_offsets WHERE name = $1),
-		(SELECT registered_at FROM consumer_names WHERE name = $1)`, name).Scan(&exists, &registered); err != nil {
+		n.registered_at, coalesce(n.owner, ''), n.owner IS NULL OR burnpoller_is_member(n.owner)
+		FROM (SELECT 1) one LEFT JOIN consumer_names n ON n.name = $1`, name).Scan(&exists, &registered, &owner, &mine); err != nil {
 		return fmt.Errorf("reading the offset: %w", interpret(err))
 	}
 	switch {
 	case exists:
 		return nil
+	case registered != nil && !mine:
+		return fmt.Errorf("%w: the name was registered by role %q, of which this role is not a member; a consumer reads and moves only its own role's offsets (see docs/consuming.md)",
+			ErrNotOwner, owner)
 	case registered != nil:
 		return fmt.Errorf("%w: the name was registered on %s and its offset row has been deleted since; refusing to start again from its start position, which would hand over every event again: set the offset to the last event the service applied with consume.Reset (see the consume package doc, \"Offsets\")",
 			ErrNoOffset, registered.UTC().Format(time.RFC3339))

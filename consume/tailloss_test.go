@@ -115,16 +115,18 @@ func TestSchemaRefused(t *testing.T) {
 		wantRun, wantFollower string
 	}{
 		{name: "empty database", version: 0,
-			wantRun:      `consumer "svc": database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 0, consumers need 19 or later)`,
+			wantRun:      `consumer "svc": database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 0, consumers need 20 or later)`,
 			wantFollower: `database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 0, consumers need 18 or later)`},
 		{name: "before the event log", version: 5,
-			wantRun:      `consumer "svc": database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 5, consumers need 19 or later)`,
+			wantRun:      `consumer "svc": database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 5, consumers need 20 or later)`,
 			wantFollower: `database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 5, consumers need 18 or later)`},
 		{name: "before the events' history", version: 17,
-			wantRun:      `consumer "svc": database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 17, consumers need 19 or later)`,
+			wantRun:      `consumer "svc": database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 17, consumers need 20 or later)`,
 			wantFollower: `database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 17, consumers need 18 or later)`},
 		{name: "before consumer names", version: 18,
-			wantRun: `consumer "svc": database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 18, consumers need 19 or later)`},
+			wantRun: `consumer "svc": database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 18, consumers need 20 or later)`},
+		{name: "before the consumers' roles", version: 19,
+			wantRun: `consumer "svc": database schema is behind this binary; run ` + "`poller migrate`" + ` (database at version 19, consumers need 20 or later)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,9 +19,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/consume"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/internal/rpcfault"
+	"github.com/burnpoller/burnpoller/payments"
 )
 
 func randomSuffix() string {
@@ -28,19 +33,31 @@ func randomSuffix() string {
 	return hex.EncodeToString(b)
 }
 
+// roles are db/roles.sql's roles, named uniquely for one test (roles are
+// cluster-wide).
+type roles struct{ migrate, runtime, consumer string }
+
 // applyRoles runs db/roles.sql for database db with role names made unique
-// for this test (roles are cluster-wide) and returns them.
+// for this test and returns them.
 func applyRoles(t *testing.T, adminDB string, db string) (migrateRole, runtimeRole string) {
+	t.Helper()
+	r := applyAllRoles(t, adminDB, db)
+	return r.migrate, r.runtime
+}
+
+// applyAllRoles is applyRoles returning the consumer role too.
+func applyAllRoles(t *testing.T, adminDB string, db string) roles {
 	t.Helper()
 	b, err := os.ReadFile("../db/roles.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
 	suffix := randomSuffix()
-	migrateRole, runtimeRole = "bpm_"+suffix, "bpr_"+suffix
+	migrateRole, runtimeRole, consumerRole := "bpm_"+suffix, "bpr_"+suffix, "bpc_"+suffix
 	sql := strings.NewReplacer(
 		"burnpoller_migrate", migrateRole,
 		"burnpoller_runtime", runtimeRole,
+		"burnpoller_consumer", consumerRole,
 		":migrate_password", "'migrate-pw'",
 		":runtime_password", "'runtime-pw'",
 		`:"db"`, `"`+db+`"`,
@@ -61,9 +78,10 @@ func applyRoles(t *testing.T, adminDB string, db string) (migrateRole, runtimeRo
 		}
 		defer c.Close(context.Background())
 		_, _ = c.Exec(context.Background(), fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, db))
-		_, _ = c.Exec(context.Background(), fmt.Sprintf(`DROP ROLE IF EXISTS %s; DROP ROLE IF EXISTS %s`, runtimeRole, migrateRole))
+		_, _ = c.Exec(context.Background(), fmt.Sprintf(`DROP ROLE IF EXISTS %s; DROP ROLE IF EXISTS %s; DROP ROLE IF EXISTS %s`,
+			runtimeRole, migrateRole, consumerRole))
 	})
-	return migrateRole, runtimeRole
+	return roles{migrate: migrateRole, runtime: runtimeRole, consumer: consumerRole}
 }
 
 // asRole returns dbURL with another user and password.
@@ -133,10 +151,24 @@ func TestRuntimeRoleRunsButCannotChangeTheSchema(t *testing.T) {
 		`UPDATE payment_events SET amount = 0`,
 		`UPDATE burnpoller_schema_version SET version = 99`,
 		`CREATE INDEX ON payments (amount)`,
+		// Of the ledger, only orphaned_at (a cursor reset's) is the
+		// writers' to update; the consumers' tables are not theirs.
+		`UPDATE payments SET amount = amount * 1000`,
+		`UPDATE payments SET payer = payer, orphaned_at = NULL`,
+		`UPDATE rejected_logs SET reason = 'x'`,
+		`SELECT count(*) FROM consumer_offsets`,
+		`INSERT INTO consumer_offsets (name, last_seq) VALUES ('billing', 0)`,
+		`UPDATE consumer_offsets SET last_seq = 0`,
+		`SELECT count(*) FROM consumer_names`,
 	} {
 		if _, err := rt.Exec(context.Background(), sql); err == nil || !strings.Contains(err.Error(), "42501") && !strings.Contains(err.Error(), "must be owner") {
 			t.Errorf("runtime role: %q = %v, want permission denied", sql, err)
 		}
+	}
+
+	// What a cursor reset updates, it may.
+	if tag, err := rt.Exec(context.Background(), `UPDATE payments SET orphaned_at = orphaned_at WHERE orphaned_at IS NOT NULL`); err != nil || tag.RowsAffected() != 0 {
+		t.Errorf("runtime role: marking payments orphaned = %v, %v; want allowed", tag, err)
 	}
 
 	// No temporary tables either: one named payments would shadow the
@@ -216,5 +248,124 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 				t.Errorf("secret %q appears in %s", s, o[max(0, i-200):min(len(o), i+100)])
 			}
 		}
+	}
+}
+
+// TestConsumerRolesAreConfinedToTheirNames: two services consume payment
+// events under login roles of their own, both members of db/roles.sql's
+// consumer role. Each reads and moves its own offsets only: the
+// "reporting" service cannot see, move, reset, take over or delete the
+// offset of the "billing" one, nor make a row that names billing's role its
+// owner; and neither can rewrite the event log.
+func TestConsumerRolesAreConfinedToTheirNames(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dbURL := pgtest.NewDatabase(t)
+	u, _ := url.Parse(dbURL)
+	db := strings.TrimPrefix(u.Path, "/")
+	r := applyAllRoles(t, dbURL, db)
+	if out, code := runPoller(t, []string{"DATABASE_URL=" + asRole(t, dbURL, r.migrate, "migrate-pw")}, "migrate"); code != 0 {
+		t.Fatalf("migrate as %s: exit %d\n%s", r.migrate, code, out)
+	}
+	admin := openPool(t, dbURL)
+	billing, reporting := "bill_"+randomSuffix(), "rep_"+randomSuffix()
+	for _, role := range []string{billing, reporting} {
+		if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'pw' IN ROLE %s`, role, r.consumer)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			c, err := pgx.Connect(context.Background(), pgtest.ServerURL(t).String())
+			if err != nil {
+				return
+			}
+			defer c.Close(context.Background())
+			_, _ = c.Exec(context.Background(), fmt.Sprintf(`DROP OWNED BY %s; DROP ROLE IF EXISTS %s`, role, role))
+		})
+	}
+	// Three events, as a writer records them.
+	store := payments.NewStore(openPool(t, asRole(t, dbURL, r.runtime, "runtime-pw")))
+	tx, err := store.Begin(ctx, payments.Limits{LockWait: time.Second, TxTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []payments.Event
+	for i := range 3 {
+		evs = append(evs, payments.EventFor(payments.KindConfirmed, payments.Payment{ChainID: 1337,
+			Contract: "0x" + strings.Repeat("ab", 20), TxHash: fmt.Sprintf("0x%064x", i+1), BlockNumber: 9,
+			BlockHash: "0x" + strings.Repeat("cd", 32), Payer: "0x" + strings.Repeat("12", 20),
+			Digest: "0x" + strings.Repeat("34", 32), Amount: big.NewInt(int64(i + 1)), BurnedAt: time.Unix(1_700_000_000, 0)}, int64(i+1)))
+	}
+	if _, err := tx.AppendEvents(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	consumeAll := func(pool *pgxpool.Pool, name string) error {
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		return consume.Run(cctx, pool, name, func(context.Context, pgx.Tx, payments.Event) error { return nil },
+			consume.PollInterval(50*time.Millisecond), consume.NoListen(),
+			consume.OnProgress(func(p consume.Progress) {
+				if p.Lag() == 0 {
+					stop()
+				}
+			}))
+	}
+	billingPool := openPool(t, asRole(t, dbURL, billing, "pw"))
+	reportingPool := openPool(t, asRole(t, dbURL, reporting, "pw"))
+	if err := consumeAll(billingPool, "billing"); err != nil {
+		t.Fatalf("billing's consumer: %v", err)
+	}
+	if err := consumeAll(reportingPool, "reporting"); err != nil {
+		t.Fatalf("reporting's consumer: %v", err)
+	}
+
+	// What reporting cannot do to billing's offset.
+	var seen int
+	if err := reportingPool.QueryRow(ctx, `SELECT count(*) FROM consumer_offsets WHERE name = 'billing'`).Scan(&seen); err != nil || seen != 0 {
+		t.Fatalf("reporting sees %d of billing's offset rows (%v), want 0", seen, err)
+	}
+	if tag, err := reportingPool.Exec(ctx, `UPDATE consumer_offsets SET last_seq = 0, event_id = NULL WHERE name = 'billing'`); err != nil || tag.RowsAffected() != 0 {
+		t.Fatalf("reporting moved billing's offset: %v, %v", tag, err)
+	}
+	if err := consume.Reset(ctx, reportingPool, "billing", 0); err == nil {
+		t.Fatal("reporting reset billing's offset")
+	}
+	if err := consumeAll(reportingPool, "billing"); !errors.Is(err, consume.ErrNotOwner) || !strings.Contains(err.Error(), billing) {
+		t.Fatalf("reporting running billing's consumer = %v, want ErrNotOwner naming %s", err, billing)
+	}
+	for _, sql := range []string{
+		`DELETE FROM consumer_offsets`,
+		`TRUNCATE consumer_offsets`,
+		fmt.Sprintf(`INSERT INTO consumer_offsets (name, last_seq, owner) VALUES ('other', 0, '%s')`, billing),
+		fmt.Sprintf(`UPDATE consumer_offsets SET owner = '%s'`, billing),
+		`UPDATE consumer_names SET owner = NULL`,
+		`DELETE FROM consumer_names`,
+		`UPDATE payment_events SET amount = 0`,
+		`INSERT INTO payments (chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at)
+		 SELECT chain_id, contract, tx_hash, 9, block_number, block_hash, payer, digest, amount, burned_at FROM payment_events LIMIT 1`,
+	} {
+		var pgErr *pgconn.PgError
+		if _, err := reportingPool.Exec(ctx, sql); !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+			t.Errorf("reporting: %q = %v, want permission denied (42501)", sql, err)
+		}
+	}
+	// And the same the other way round; each still at the last event.
+	if err := billingPool.QueryRow(ctx, `SELECT count(*) FROM consumer_offsets WHERE name = 'reporting'`).Scan(&seen); err != nil || seen != 0 {
+		t.Fatalf("billing sees %d of reporting's offset rows (%v), want 0", seen, err)
+	}
+	rows, err := admin.Query(ctx, `SELECT name || ' ' || last_seq || ' ' || owner FROM consumer_offsets ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"billing 3 " + billing, "reporting 3 " + reporting}; !slices.Equal(got, want) {
+		t.Fatalf("offsets %v, want %v", got, want)
 	}
 }
