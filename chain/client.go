@@ -169,13 +169,15 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
 		c.wsOpts = []rpc.ClientOption{rpc.WithWebsocketMessageSizeLimit(opts.MaxResponseBytes)}
 		return c, nil
 	}
-	// Over HTTP, go-ethereum connects per request: this makes no connection.
-	httpClient := &http.Client{Transport: retryAfterTransport{base: nodeTransport(u.Hostname()), limit: opts.MaxResponseBytes}}
-	r, err := rpc.DialOptions(ctx, rawURL, rpc.WithHTTPClient(httpClient))
-	if err != nil {
-		return nil, fmt.Errorf("dialing node %s: %w", display, redactError(err, rawURL, display))
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("dialing node %s: no known transport for URL scheme %q", display, u.Scheme)
 	}
-	c.rpc, c.httpc = r, httpClient
+	if u.Host == "" {
+		return nil, fmt.Errorf("dialing node %s: no host in the URL", display)
+	}
+	// Over HTTP, a connection is made per request (and kept for reuse):
+	// this makes none.
+	c.httpc = &http.Client{Transport: retryAfterTransport{base: nodeTransport(u.Hostname()), limit: opts.MaxResponseBytes}}
 	return c, nil
 }
 
@@ -221,7 +223,7 @@ func (c *Client) dialled() (*rpc.Client, error) {
 // conn returns the client's connection, dialling it first if it is a
 // WebSocket endpoint not dialled yet; ctx bounds the dial.
 func (c *Client) conn(ctx context.Context) (*rpc.Client, error) {
-	if r, err := c.dialled(); r != nil || err != nil {
+	if r, err := c.dialled(); r != nil || err != nil || c.httpc != nil {
 		return r, err
 	}
 	select {
@@ -259,6 +261,9 @@ func (c *Client) Close() {
 	c.mu.Unlock()
 	if r != nil {
 		r.Close()
+	}
+	if c.httpc != nil {
+		c.httpc.CloseIdleConnections()
 	}
 }
 
@@ -521,7 +526,10 @@ func (c *Client) call(ctx context.Context, result any, method string, args ...an
 	defer cancel()
 	start := time.Now()
 	r, err := c.conn(rctx)
-	if err == nil {
+	switch {
+	case err == nil && c.httpc != nil:
+		err = c.httpCall(rctx, c.httpc, result, method, args)
+	case err == nil:
 		err = r.CallContext(rctx, result, method, args...)
 	}
 	if err != nil {

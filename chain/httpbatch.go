@@ -26,6 +26,29 @@ func (c *Client) httpBatch(ctx context.Context, hc *http.Client, elems []rpc.Bat
 	if err != nil {
 		return err
 	}
+	return c.post(ctx, hc, body, func(r io.Reader) error { return decodeBatch(r, elems) })
+}
+
+// httpCall sends one JSON-RPC call over HTTP and decodes its reply into
+// result as httpBatch does an element's. The reply answers the call
+// whatever its id, as with go-ethereum's client, whose decoding of a
+// reply this replaces over HTTP: it builds an error's data whole.
+func (c *Client) httpCall(ctx context.Context, hc *http.Client, result any, method string, args []any) error {
+	body, err := json.Marshal(call{JSONRPC: "2.0", ID: 1, Method: method, Params: args})
+	if err != nil {
+		return err
+	}
+	el := rpc.BatchElem{Method: method, Args: args, Result: result}
+	if err := c.post(ctx, hc, body, func(r io.Reader) error { return decodeCall(r, &el) }); err != nil {
+		return err
+	}
+	return el.Error
+}
+
+// post sends body to the node and hands a 2xx reply to decode. Any other
+// reply is an rpc.HTTPError with the status and the body, which may carry
+// a JSON-RPC error, for classify.
+func (c *Client) post(ctx context.Context, hc *http.Client, body []byte, decode func(io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.rawURL, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -41,49 +64,28 @@ func (c *Client) httpBatch(ctx context.Context, hc *http.Client, elems []rpc.Bat
 		_ = resp.Body.Close()
 	}()
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		// As go-ethereum's client: the status and body, which may carry a
-		// JSON-RPC error, for classify.
 		b, _ := io.ReadAll(resp.Body)
 		return rpc.HTTPError{Status: resp.Status, StatusCode: resp.StatusCode, Body: b}
 	}
-	return decodeBatch(resp.Body, elems)
+	return decode(resp.Body)
+}
+
+// call is one JSON-RPC request.
+type call struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      int    `json:"id"`
+	Method  string `json:"method"`
+	Params  []any  `json:"params,omitempty"`
 }
 
 // batchBody is the request of elems, element i with id i.
 func batchBody(elems []rpc.BatchElem) ([]byte, error) {
-	type call struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      int    `json:"id"`
-		Method  string `json:"method"`
-		Params  []any  `json:"params,omitempty"`
-	}
 	calls := make([]call, len(elems))
 	for i, el := range elems {
 		calls[i] = call{JSONRPC: "2.0", ID: i, Method: el.Method, Params: el.Args}
 	}
 	return json.Marshal(calls)
 }
-
-// replyError is a JSON-RPC error object of a reply: an rpc.Error and an
-// rpc.DataError, as go-ethereum's own, for classify.
-type replyError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
-}
-
-func (e *replyError) Error() string {
-	if e.Message == "" {
-		return fmt.Sprintf("json-rpc error %d", e.Code)
-	}
-	return e.Message
-}
-
-// ErrorCode is the JSON-RPC error code.
-func (e *replyError) ErrorCode() int { return e.Code }
-
-// ErrorData is the error's data, if any.
-func (e *replyError) ErrorData() any { return e.Data }
 
 // decodeBatch reads a batch reply from r into elems. An element with no
 // reply gets rpc.ErrMissingBatchResponse, one with neither result nor
@@ -150,6 +152,32 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem) error {
 	return nil
 }
 
+// decodeCall reads the reply to a lone call from r into el, as
+// decodeBatch does an element's; a reply that is not one JSON object
+// fails the call.
+func decodeCall(r io.Reader, el *rpc.BatchElem) error {
+	dec := json.NewDecoder(r)
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		if err == nil {
+			err = fmt.Errorf("unexpected %v", tok)
+		}
+		return fmt.Errorf("reading the reply: %w", err)
+	}
+	rep, err := readReply(dec, []rpc.BatchElem{*el}, nil)
+	if err != nil {
+		return fmt.Errorf("reading the reply: %w", err)
+	}
+	switch {
+	case rep.err != nil:
+		el.Error = rep.err
+	case !rep.result:
+		el.Error = rpc.ErrNoResult
+	default:
+		el.Error = rep.decodeErr
+	}
+	return nil
+}
+
 // reply is one reply of a batch as readReply found it.
 type reply struct {
 	index     int // the element it answers, or -1
@@ -161,9 +189,14 @@ type reply struct {
 // readReply reads the rest of one reply object (its '{' read) from dec.
 // Its result is decoded into the Result of the element its id names,
 // unless that element is answered already: at once when the id came
-// first (as nodes write it), else once the object is read.
+// first (as nodes write it), else once the object is read. With answered
+// nil, its id is not looked at: it answers the one element of elems, if
+// there is one (a lone call).
 func readReply(dec *json.Decoder, elems []rpc.BatchElem, answered []bool) (reply, error) {
 	rep := reply{index: -1}
+	if answered == nil && len(elems) == 1 {
+		rep.index = 0
+	}
 	var pending json.RawMessage
 	for dec.More() {
 		tok, err := dec.Token()
@@ -175,6 +208,9 @@ func readReply(dec *json.Decoder, elems []rpc.BatchElem, answered []bool) (reply
 			var id json.RawMessage
 			if err := dec.Decode(&id); err != nil {
 				return rep, err
+			}
+			if answered == nil {
+				continue
 			}
 			if rep.index = elementOf(id, len(elems)); rep.index >= 0 && answered[rep.index] {
 				rep.index = -1 // a repeat: the first reply stands

@@ -1,0 +1,129 @@
+package chain_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/burnpoller/burnpoller/chain"
+)
+
+// hostileNode answers every request with raw, a whole HTTP response
+// (status line, headers, body) written on the hijacked connection, which
+// is then closed: the server allocates next to nothing of its own, so
+// what a test measures is the client's.
+func hostileNode(t *testing.T, raw []byte) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = buf.Write(raw)
+		_ = buf.Flush()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// response is an HTTP/1.1 response with status, extra headers and body.
+func response(status int, headers, body string) []byte {
+	var b bytes.Buffer
+	w := bufio.NewWriter(&b)
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n%s\r\n",
+		status, http.StatusText(status), len(body), headers)
+	_, _ = w.WriteString(body)
+	_ = w.Flush()
+	return b.Bytes()
+}
+
+// allocatedBy is what f allocated (runtime.MemStats.TotalAlloc): a bound
+// on how far f could have grown the heap, whatever the collector did
+// meanwhile. The tests using it do not run in parallel.
+func allocatedBy(f func()) uint64 {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// emptyObjects is a JSON array of n empty objects: 3 bytes each on the
+// wire, and a map and an interface each if decoded into any.
+func emptyObjects(n int) string {
+	return "[" + strings.Repeat("{},", n-1) + "{}]"
+}
+
+// TestErrorDataIsReadBounded: a node whose error carries a data of 7 MiB
+// of empty objects, inside the reply cap, costs the client a small multiple
+// of the reply, over a batch and over a single call alike (decoded into
+// maps it grew the heap by over 200 MiB). The error is still classified
+// by its code and message.
+func TestErrorDataIsReadBounded(t *testing.T) { //nolint:tparallel // measures allocation: nothing else may run
+	data := emptyObjects(7 << 20 / 3)
+	errObj := `"error":{"code":-32000,"message":"header not found","data":` + data + `}`
+	tests := []struct {
+		name string
+		body string
+		call func(context.Context, *chain.Client) error
+	}{
+		{
+			name: "batch",
+			body: `[{"jsonrpc":"2.0","id":0,` + errObj + `}]`,
+			call: func(ctx context.Context, c *chain.Client) error {
+				_, err := c.HeadersByNumber(ctx, []uint64{1})
+				return err
+			},
+		},
+		{
+			name: "single call",
+			body: `{"jsonrpc":"2.0","id":1,` + errObj + `}`,
+			call: func(ctx context.Context, c *chain.Client) error {
+				_, err := c.ChainID(ctx)
+				return err
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := hostileNode(t, response(http.StatusOK, "", tt.body))
+			c, err := chain.Dial(t.Context(), url, chain.Options{Timeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var callErr error
+			alloc := allocatedBy(func() { callErr = tt.call(t.Context(), c) })
+			t.Logf("a %d-byte reply: %.1f MiB allocated; %v", len(tt.body), float64(alloc)/(1<<20), cut(callErr))
+			if chain.ClassOf(callErr) != chain.ClassTransient || !strings.Contains(callErr.Error(), "header not found") {
+				t.Fatalf("error = %v, want the node's transient error", cut(callErr))
+			}
+			if limit := uint64(4 * len(tt.body)); alloc > limit {
+				t.Fatalf("%d bytes allocated for a %d-byte reply, want at most %d", alloc, len(tt.body), limit)
+			}
+		})
+	}
+}
+
+// cut is err's text, cut for a test log.
+func cut(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	s := err.Error()
+	if len(s) > 300 {
+		return fmt.Sprintf("%s… (%d bytes)", s[:300], len(s))
+	}
+	return s
+}
