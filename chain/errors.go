@@ -65,8 +65,14 @@ type cutReply struct {
 	seen   bool
 }
 
+// Error says what failed where; the cause's text is cut at maxErrorText
+// bytes, since it may quote what a node sent (a non-2xx body).
 func (e *Error) Error() string {
-	return fmt.Sprintf("%s on %s: %s: %v", e.Method, e.Endpoint, e.Class, e.Err)
+	cause := "<nil>"
+	if e.Err != nil {
+		cause = cutText(e.Err.Error(), maxErrorText)
+	}
+	return fmt.Sprintf("%s on %s: %s: %s", e.Method, e.Endpoint, e.Class, cause)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -127,3 +127,40 @@ func cut(err error) string {
 	}
 	return s
 }
+
+// TestNodeErrorTextIsCut: whatever a node answers, the error it gives, and
+// so every log line of a failed poll, holds a bounded part of it (a 4 MiB
+// body of a 500 gave a 4 MiB error).
+func TestNodeErrorTextIsCut(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 4<<20)
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   chain.Class
+	}{
+		{"a 500 with a long body", http.StatusInternalServerError, long, chain.ClassTransient},
+		{"a 429 with a long body", http.StatusTooManyRequests, long, chain.ClassThrottled},
+		{"a 400 with a long JSON-RPC message", http.StatusBadRequest, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"header not found ` + long[:32<<10] + `"}}`, chain.ClassTransient},
+		{"a long JSON-RPC message", http.StatusOK, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"header not found ` + long + `"}}`, chain.ClassTransient},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			url := hostileNode(t, response(tt.status, "", tt.body))
+			c, err := chain.Dial(t.Context(), url, chain.Options{Timeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, err = c.ChainID(t.Context())
+			if got := chain.ClassOf(err); got != tt.want {
+				t.Fatalf("class %s, want %s: %v", got, tt.want, cut(err))
+			}
+			if n := len(err.Error()); n > 1<<10 {
+				t.Fatalf("a %d-byte error from a %d-byte body: %s", n, len(tt.body), cut(err))
+			}
+		})
+	}
+}

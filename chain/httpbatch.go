@@ -46,8 +46,8 @@ func (c *Client) httpCall(ctx context.Context, hc *http.Client, result any, meth
 }
 
 // post sends body to the node and hands a 2xx reply to decode. Any other
-// reply is an rpc.HTTPError with the status and the body, which may carry
-// a JSON-RPC error, for classify.
+// reply is an rpc.HTTPError with the status and up to maxErrorBody bytes of
+// the body, which may carry a JSON-RPC error, for classify.
 func (c *Client) post(ctx context.Context, hc *http.Client, body []byte, decode func(io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.rawURL, bytes.NewReader(body))
 	if err != nil {
@@ -64,7 +64,7 @@ func (c *Client) post(ctx context.Context, hc *http.Client, body []byte, decode 
 		_ = resp.Body.Close()
 	}()
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		b, _ := io.ReadAll(resp.Body)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		return rpc.HTTPError{Status: resp.Status, StatusCode: resp.StatusCode, Body: b}
 	}
 	return decode(resp.Body)

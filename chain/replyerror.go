@@ -16,7 +16,7 @@ import (
 // error's data grew the heap by over 300 MiB.
 const (
 	// maxErrorText is how much of a node's text is kept: an error's
-	// message and each string of its data. Every
+	// message, each string of its data, and the text of an *Error. Every
 	// provider's reply we match (Alchemy's suggested range, at about 270
 	// bytes, the longest) fits.
 	maxErrorText = 512
@@ -24,6 +24,10 @@ const (
 	maxErrorData = 4 << 10
 	// maxDataFields is how many fields of an object data are kept.
 	maxDataFields = 16
+	// maxErrorBody is how much of a non-2xx reply's body is read for the
+	// JSON-RPC error it may carry; its text in an *Error is cut at
+	// maxErrorText.
+	maxErrorBody = 64 << 10
 )
 
 // replyError is a JSON-RPC error object of a reply: an rpc.Error and an
