@@ -188,15 +188,23 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
 // net/http keeps two.
 const idleConnsPerNode = 16
 
+// maxResponseHeaderBytes caps a node's response headers, which
+// MaxResponseBytes (a body's cap) does not cover: net/http's default of
+// 10 MiB let one reply of short header lines cost 130 MiB. Providers send
+// a few KiB.
+const maxResponseHeaderBytes = 64 << 10
+
 // nodeTransport is the HTTP transport to the node at host. Replies of a
 // node on this host (loopback) are not compressed: gzip saves no bandwidth
 // there and costs both sides CPU they usually share (on geth --dev, a
 // quarter of the node's CPU for eth_getLogs and receipts, BENCHMARKS.md);
-// a distant provider's replies stay compressed.
+// a distant provider's replies stay compressed. Response headers are
+// capped at maxResponseHeaderBytes.
 func nodeTransport(host string) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = idleConnsPerNode
 	t.DisableCompression = isLoopback(host)
+	t.MaxResponseHeaderBytes = maxResponseHeaderBytes
 	return t
 }
 

@@ -70,7 +70,7 @@ func emptyObjects(n int) string {
 // of the reply, over a batch and over a single call alike (decoded into
 // maps it grew the heap by over 200 MiB). The error is still classified
 // by its code and message.
-func TestErrorDataIsReadBounded(t *testing.T) { //nolint:tparallel // measures allocation: nothing else may run
+func TestErrorDataIsReadBounded(t *testing.T) {
 	data := emptyObjects(7 << 20 / 3)
 	errObj := `"error":{"code":-32000,"message":"header not found","data":` + data + `}`
 	tests := []struct {
@@ -162,5 +162,34 @@ func TestNodeErrorTextIsCut(t *testing.T) {
 				t.Fatalf("a %d-byte error from a %d-byte body: %s", n, len(tt.body), cut(err))
 			}
 		})
+	}
+}
+
+// bigHeaders is n bytes of short response header lines, each a value
+// in the response's Header.
+func bigHeaders(n int) string {
+	const line = "X: 1\r\n"
+	return strings.Repeat(line, n/len(line))
+}
+
+// TestResponseHeadersAreCapped: a node answering with 9 MiB of headers
+// (within net/http's default limit of 10 MiB) gets a transient error after
+// a small part of them is read (four such replies grew the heap by up to
+// 235 MiB).
+func TestResponseHeadersAreCapped(t *testing.T) {
+	url := hostileNode(t, response(http.StatusOK, bigHeaders(9<<20), `{"jsonrpc":"2.0","id":1,"result":"0x1"}`))
+	c, err := chain.Dial(t.Context(), url, chain.Options{Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var callErr error
+	alloc := allocatedBy(func() { _, callErr = c.ChainID(t.Context()) })
+	t.Logf("9 MiB of headers: %.2f MiB allocated; %v", float64(alloc)/(1<<20), cut(callErr))
+	if chain.ClassOf(callErr) != chain.ClassTransient || !strings.Contains(callErr.Error(), "header") {
+		t.Fatalf("error = %v, want a transient one about the headers", cut(callErr))
+	}
+	if alloc > 2<<20 {
+		t.Fatalf("%d bytes allocated for 9 MiB of headers, want at most 2 MiB", alloc)
 	}
 }
