@@ -1,63 +1,16 @@
 package chain_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/internal/hostile"
 )
-
-// hostileNode answers every request with raw, a whole HTTP response
-// (status line, headers, body) written on the hijacked connection, which
-// is then closed: the server allocates next to nothing of its own, so
-// what a test measures is the client's.
-func hostileNode(t *testing.T, raw []byte) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		conn, buf, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		_, _ = buf.Write(raw)
-		_ = buf.Flush()
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-// response is an HTTP/1.1 response with status, extra headers and body.
-func response(status int, headers, body string) []byte {
-	var b bytes.Buffer
-	w := bufio.NewWriter(&b)
-	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n%s\r\n",
-		status, http.StatusText(status), len(body), headers)
-	_, _ = w.WriteString(body)
-	_ = w.Flush()
-	return b.Bytes()
-}
-
-// allocatedBy is what f allocated (runtime.MemStats.TotalAlloc): a bound
-// on how far f could have grown the heap, whatever the collector did
-// meanwhile. The tests using it do not run in parallel.
-func allocatedBy(f func()) uint64 {
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // emptyObjects is a JSON array of n empty objects: 3 bytes each on the
 // wire, and a map and an interface each if decoded into any.
@@ -97,14 +50,14 @@ func TestErrorDataIsReadBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			url := hostileNode(t, response(http.StatusOK, "", tt.body))
+			url := hostile.Serve(t, hostile.Response(http.StatusOK, "", tt.body))
 			c, err := chain.Dial(t.Context(), url, chain.Options{Timeout: 30 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
 			var callErr error
-			alloc := allocatedBy(func() { callErr = tt.call(t.Context(), c) })
+			alloc := hostile.Allocated(func() { callErr = tt.call(t.Context(), c) })
 			t.Logf("a %d-byte reply: %.1f MiB allocated; %v", len(tt.body), float64(alloc)/(1<<20), cut(callErr))
 			if chain.ClassOf(callErr) != chain.ClassTransient || !strings.Contains(callErr.Error(), "header not found") {
 				t.Fatalf("error = %v, want the node's transient error", cut(callErr))
@@ -148,7 +101,7 @@ func TestNodeErrorTextIsCut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			url := hostileNode(t, response(tt.status, "", tt.body))
+			url := hostile.Serve(t, hostile.Response(tt.status, "", tt.body))
 			c, err := chain.Dial(t.Context(), url, chain.Options{Timeout: 30 * time.Second})
 			if err != nil {
 				t.Fatal(err)
@@ -165,26 +118,19 @@ func TestNodeErrorTextIsCut(t *testing.T) {
 	}
 }
 
-// bigHeaders is n bytes of short response header lines, each a value
-// in the response's Header.
-func bigHeaders(n int) string {
-	const line = "X: 1\r\n"
-	return strings.Repeat(line, n/len(line))
-}
-
 // TestResponseHeadersAreCapped: a node answering with 9 MiB of headers
 // (within net/http's default limit of 10 MiB) gets a transient error after
 // a small part of them is read (four such replies grew the heap by up to
 // 235 MiB).
 func TestResponseHeadersAreCapped(t *testing.T) {
-	url := hostileNode(t, response(http.StatusOK, bigHeaders(9<<20), `{"jsonrpc":"2.0","id":1,"result":"0x1"}`))
+	url := hostile.Serve(t, hostile.Response(http.StatusOK, hostile.ShortHeaders(9<<20), `{"jsonrpc":"2.0","id":1,"result":"0x1"}`))
 	c, err := chain.Dial(t.Context(), url, chain.Options{Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	var callErr error
-	alloc := allocatedBy(func() { _, callErr = c.ChainID(t.Context()) })
+	alloc := hostile.Allocated(func() { _, callErr = c.ChainID(t.Context()) })
 	t.Logf("9 MiB of headers: %.2f MiB allocated; %v", float64(alloc)/(1<<20), cut(callErr))
 	if chain.ClassOf(callErr) != chain.ClassTransient || !strings.Contains(callErr.Error(), "header") {
 		t.Fatalf("error = %v, want a transient one about the headers", cut(callErr))
