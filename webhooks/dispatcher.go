@@ -64,6 +64,11 @@ const (
 // the connection can be reused without reading an endless answer.
 const responseCap = 64 << 10
 
+// responseHeaderCap caps a response's headers, which responseCap does not
+// cover: net/http's default of 10 MiB let one answer of short header lines
+// cost 130 MiB. An answer over it fails the attempt, as no answer would.
+const responseHeaderCap = 64 << 10
+
 // Dispatcher delivers payment events to the configured endpoints. Every
 // replica runs one; they share the work through Postgres.
 type Dispatcher struct {
@@ -111,6 +116,7 @@ func New(cfg Config, pool *pgxpool.Pool, reg prometheus.Registerer, log *slog.Lo
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = cfg.Batch
+	transport.MaxResponseHeaderBytes = responseHeaderCap
 	return &Dispatcher{
 		cfg:  cfg,
 		pool: pool,
