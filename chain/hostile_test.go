@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/internal/hostile"
@@ -49,24 +53,68 @@ func TestErrorDataIsReadBounded(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			url := hostile.Serve(t, hostile.Response(http.StatusOK, "", tt.body))
-			c, err := chain.Dial(t.Context(), url, chain.Options{Timeout: 30 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			var callErr error
-			alloc := hostile.Allocated(func() { callErr = tt.call(t.Context(), c) })
-			t.Logf("a %d-byte reply: %.1f MiB allocated; %v", len(tt.body), float64(alloc)/(1<<20), cut(callErr))
-			if chain.ClassOf(callErr) != chain.ClassTransient || !strings.Contains(callErr.Error(), "header not found") {
-				t.Fatalf("error = %v, want the node's transient error", cut(callErr))
-			}
-			if limit := uint64(4 * len(tt.body)); alloc > limit {
-				t.Fatalf("%d bytes allocated for a %d-byte reply, want at most %d", alloc, len(tt.body), limit)
-			}
-		})
+		for _, ws := range []bool{false, true} {
+			name := tt.name + map[bool]string{false: " over HTTP", true: " over WebSocket"}[ws]
+			t.Run(name, func(t *testing.T) {
+				url := hostile.Serve(t, hostile.Response(http.StatusOK, "", tt.body))
+				if ws {
+					url = hostileWS(t, tt.body)
+				}
+				c, err := chain.Dial(t.Context(), url, chain.Options{Timeout: 30 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				var callErr error
+				alloc := hostile.Allocated(func() { callErr = tt.call(t.Context(), c) })
+				t.Logf("a %d-byte reply: %.1f MiB allocated; %v", len(tt.body), float64(alloc)/(1<<20), cut(callErr))
+				if chain.ClassOf(callErr) != chain.ClassTransient || !strings.Contains(callErr.Error(), "header not found") {
+					t.Fatalf("error = %v, want the node's transient error", cut(callErr))
+				}
+				if limit := uint64(4 * len(tt.body)); alloc > limit {
+					t.Fatalf("%d bytes allocated for a %d-byte reply, want at most %d", alloc, len(tt.body), limit)
+				}
+			})
+		}
 	}
+}
+
+// hostileWS is a WebSocket node that answers every request with reply, its
+// id (a batch's first) put in place of the reply's first id: written from
+// the one copy in pieces, so that the server allocates next to nothing.
+// The client dials it on its first call.
+func hostileWS(t *testing.T, reply string) string {
+	t.Helper()
+	idAt := strings.Index(reply, `"id":`) + len(`"id":`)
+	idEnd := idAt + strings.IndexAny(reply[idAt:], ",}")
+	before, after := []byte(reply[:idAt]), []byte(reply[idEnd:])
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			id := regexp.MustCompile(`"id":(\d+)`).FindSubmatch(msg)
+			if id == nil {
+				return
+			}
+			wr, err := conn.NextWriter(websocket.TextMessage)
+			if err != nil {
+				return
+			}
+			_, _ = wr.Write(before)
+			_, _ = wr.Write(id[1])
+			_, _ = wr.Write(after)
+			_ = wr.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http")
 }
 
 // cut is err's text, cut for a test log.
@@ -137,5 +185,28 @@ func TestResponseHeadersAreCapped(t *testing.T) {
 	}
 	if alloc > 2<<20 {
 		t.Fatalf("%d bytes allocated for 9 MiB of headers, want at most 2 MiB", alloc)
+	}
+}
+
+// TestWebsocketHandshakeIsCapped: a WebSocket node answering the handshake
+// with 9 MiB of headers (gorilla/websocket reads them without a limit)
+// fails the dial after a small part of them, as a transient error.
+func TestWebsocketHandshakeIsCapped(t *testing.T) {
+	url := hostile.Serve(t, hostile.Response(http.StatusSwitchingProtocols, hostile.ShortHeaders(9<<20), ""))
+	c, err := chain.Dial(t.Context(), "ws"+strings.TrimPrefix(url, "http"), chain.Options{Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var callErr error
+	alloc := hostile.Allocated(func() { _, callErr = c.ChainID(t.Context()) })
+	t.Logf("9 MiB of handshake headers: %.2f MiB allocated; %v", float64(alloc)/(1<<20), cut(callErr))
+	if callErr == nil || chain.ClassOf(callErr) != chain.ClassTransient {
+		t.Fatalf("error = %v, want a transient one", cut(callErr))
+	}
+	// What is read before the connection is up, TLS's included, is
+	// bounded at 128 KiB: as short header lines, about 1.6 MiB.
+	if alloc > 4<<20 {
+		t.Fatalf("%d bytes allocated for 9 MiB of headers, want at most 4 MiB", alloc)
 	}
 }

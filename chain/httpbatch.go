@@ -19,14 +19,14 @@ import (
 // client reads a batch reply into raw messages first and then decodes each
 // one again: four passes of encoding/json over every byte, where this
 // takes two. Replies of logs and receipts are the poller's largest cost
-// (the profile in BENCHMARKS.md), so this is the path of every batch over
-// HTTP; WebSocket endpoints keep go-ethereum's client.
+// (the profile in BENCHMARKS.md), so this is the path of every batch, over
+// HTTP and over WebSocket (wsConn).
 func (c *Client) httpBatch(ctx context.Context, hc *http.Client, elems []rpc.BatchElem) error {
 	body, err := batchBody(elems)
 	if err != nil {
 		return err
 	}
-	return c.post(ctx, hc, body, func(r io.Reader) error { return decodeBatch(r, elems) })
+	return c.post(ctx, hc, body, func(r io.Reader) error { return decodeBatch(r, elems, 0) })
 }
 
 // httpCall sends one JSON-RPC call over HTTP and decodes its reply into
@@ -87,12 +87,13 @@ func batchBody(elems []rpc.BatchElem) ([]byte, error) {
 	return json.Marshal(calls)
 }
 
-// decodeBatch reads a batch reply from r into elems. An element with no
-// reply gets rpc.ErrMissingBatchResponse, one with neither result nor
-// error rpc.ErrNoResult, one whose result does not decode that error. A
-// reply that is not an array (one error object for the whole batch) or is
-// not JSON fails the whole batch.
-func decodeBatch(r io.Reader, elems []rpc.BatchElem) error {
+// decodeBatch reads a batch reply from r into elems, sent with ids base,
+// base+1, and so on. An element with no reply gets
+// rpc.ErrMissingBatchResponse, one with neither result nor error
+// rpc.ErrNoResult, one whose result does not decode that error. A reply
+// that is not an array (one error object for the whole batch) or is not
+// JSON fails the whole batch.
+func decodeBatch(r io.Reader, elems []rpc.BatchElem, base int64) error {
 	dec := json.NewDecoder(r)
 	tok, err := dec.Token()
 	if err != nil {
@@ -104,7 +105,7 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem) error {
 		// One reply for the whole batch. Its error is told, but, as with
 		// go-ethereum's client, the batch fails as a transient failure
 		// whatever the code says.
-		rep, err := readReply(dec, nil, nil)
+		rep, err := readReply(dec, nil, 0, nil)
 		if err != nil {
 			return fmt.Errorf("reading the batch reply: %w", err)
 		}
@@ -123,7 +124,7 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem) error {
 			}
 			return fmt.Errorf("reading the batch reply: %w", err)
 		}
-		rep, err := readReply(dec, elems, answered)
+		rep, err := readReply(dec, elems, base, answered)
 		if err != nil {
 			return fmt.Errorf("reading the batch reply: %w", err)
 		}
@@ -163,7 +164,7 @@ func decodeCall(r io.Reader, el *rpc.BatchElem) error {
 		}
 		return fmt.Errorf("reading the reply: %w", err)
 	}
-	rep, err := readReply(dec, []rpc.BatchElem{*el}, nil)
+	rep, err := readReply(dec, []rpc.BatchElem{*el}, 0, nil)
 	if err != nil {
 		return fmt.Errorf("reading the reply: %w", err)
 	}
@@ -187,12 +188,12 @@ type reply struct {
 }
 
 // readReply reads the rest of one reply object (its '{' read) from dec.
-// Its result is decoded into the Result of the element its id names,
-// unless that element is answered already: at once when the id came
-// first (as nodes write it), else once the object is read. With answered
-// nil, its id is not looked at: it answers the one element of elems, if
-// there is one (a lone call).
-func readReply(dec *json.Decoder, elems []rpc.BatchElem, answered []bool) (reply, error) {
+// Its result is decoded into the Result of the element its id names (id
+// base names elems[0]), unless that element is answered already: at once
+// when the id came first (as nodes write it), else once the object is
+// read. With answered nil, its id is not looked at: it answers the one
+// element of elems, if there is one (a lone call).
+func readReply(dec *json.Decoder, elems []rpc.BatchElem, base int64, answered []bool) (reply, error) {
 	rep := reply{index: -1}
 	if answered == nil && len(elems) == 1 {
 		rep.index = 0
@@ -212,7 +213,7 @@ func readReply(dec *json.Decoder, elems []rpc.BatchElem, answered []bool) (reply
 			if answered == nil {
 				continue
 			}
-			if rep.index = elementOf(id, len(elems)); rep.index >= 0 && answered[rep.index] {
+			if rep.index = elementOf(id, base, len(elems)); rep.index >= 0 && answered[rep.index] {
 				rep.index = -1 // a repeat: the first reply stands
 			}
 		case "result":
@@ -249,11 +250,12 @@ func readReply(dec *json.Decoder, elems []rpc.BatchElem, answered []bool) (reply
 	return rep, nil
 }
 
-// elementOf is the element an id names: an integer in [0, n), or -1.
-func elementOf(id json.RawMessage, n int) int {
-	i, err := strconv.Atoi(string(bytes.Trim(id, `"`)))
-	if err != nil || i < 0 || i >= n {
+// elementOf is the element an id names: an integer in [base, base+n),
+// less base, or -1.
+func elementOf(id json.RawMessage, base int64, n int) int {
+	i, err := strconv.ParseInt(string(bytes.Trim(id, `"`)), 10, 64)
+	if err != nil || i < base || i-base >= int64(n) {
 		return -1
 	}
-	return i
+	return int(i - base)
 }

@@ -95,7 +95,7 @@ func TestDecodeBatch(t *testing.T) {
 			if tt.readErr != nil {
 				r = &failingReader{r: r, err: tt.readErr}
 			}
-			err := decodeBatch(r, elems)
+			err := decodeBatch(r, elems, 0)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("decodeBatch = %v, want an error with %q", err, tt.wantErr)
