@@ -206,15 +206,8 @@ func readReply(dec *json.Decoder, elems []rpc.BatchElem, base int64, answered []
 		}
 		switch key, _ := tok.(string); key {
 		case "id":
-			var id json.RawMessage
-			if err := dec.Decode(&id); err != nil {
+			if err := rep.readID(dec, base, answered); err != nil {
 				return rep, err
-			}
-			if answered == nil {
-				continue
-			}
-			if rep.index = elementOf(id, base, len(elems)); rep.index >= 0 && answered[rep.index] {
-				rep.index = -1 // a repeat: the first reply stands
 			}
 		case "result":
 			rep.result = true
@@ -248,6 +241,22 @@ func readReply(dec *json.Decoder, elems []rpc.BatchElem, base int64, answered []
 		rep.decodeErr = json.Unmarshal(pending, elems[rep.index].Result)
 	}
 	return rep, nil
+}
+
+// readID reads the reply's id from dec and takes the element it names
+// (readReply): with answered nil (a lone call) it takes none.
+func (rep *reply) readID(dec *json.Decoder, base int64, answered []bool) error {
+	var id json.RawMessage
+	if err := dec.Decode(&id); err != nil {
+		return err
+	}
+	if answered == nil {
+		return nil
+	}
+	if rep.index = elementOf(id, base, len(answered)); rep.index >= 0 && answered[rep.index] {
+		rep.index = -1 // a repeat: the first reply stands
+	}
+	return nil
 }
 
 // elementOf is the element an id names: an integer in [base, base+n),

@@ -208,8 +208,10 @@ func (c *wsConn) send(ctx context.Context, r *wsRequest, body func(base int64) (
 	// waits, and every reply behind it waits too: the connection is given
 	// up, which ends the reader's hold on r's results at once.
 	_ = c.conn.Close()
-	<-r.done
-	return ctx.Err()
+	if err := <-r.done; err != nil {
+		return fmt.Errorf("%w, with the reply still arriving: %w", ctx.Err(), err)
+	}
+	return nil // decoded in the meantime after all
 }
 
 // forget takes r out of the requests waiting for a reply, and says
