@@ -132,15 +132,7 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem, base int64) error {
 			continue // not ours, or a repeat
 		}
 		answered[rep.index] = true
-		el := &elems[rep.index]
-		switch {
-		case rep.err != nil:
-			el.Error = rep.err
-		case !rep.result:
-			el.Error = rpc.ErrNoResult
-		default:
-			el.Error = rep.decodeErr
-		}
+		elems[rep.index].Error = rep.elementError()
 	}
 	if _, err := dec.Token(); err != nil {
 		return fmt.Errorf("reading the batch reply: %w", err)
@@ -168,14 +160,7 @@ func decodeCall(r io.Reader, el *rpc.BatchElem) error {
 	if err != nil {
 		return fmt.Errorf("reading the reply: %w", err)
 	}
-	switch {
-	case rep.err != nil:
-		el.Error = rep.err
-	case !rep.result:
-		el.Error = rpc.ErrNoResult
-	default:
-		el.Error = rep.decodeErr
-	}
+	el.Error = rep.elementError()
 	return nil
 }
 
@@ -185,6 +170,19 @@ type reply struct {
 	result    bool
 	decodeErr error // the result's, decoded into the element's Result
 	err       *replyError
+}
+
+// elementError is the error of the element rep answers: its JSON-RPC
+// error, rpc.ErrNoResult without a result, or its result's decoding's.
+func (rep reply) elementError() error {
+	switch {
+	case rep.err != nil:
+		return rep.err
+	case !rep.result:
+		return rpc.ErrNoResult
+	default:
+		return rep.decodeErr
+	}
 }
 
 // readReply reads the rest of one reply object (its '{' read) from dec.
