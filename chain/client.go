@@ -116,15 +116,13 @@ type Client struct {
 	rawURL  string
 	display string
 	opts    Options
-	// wsOpts configure a WebSocket endpoint's connection, made on first use.
-	wsOpts []rpc.ClientOption
 
 	dialing chan struct{} // a token held while dialling: one dial at a time
-	// httpc sends the batches of an HTTP endpoint (httpBatch); nil for a
-	// WebSocket one.
+	// httpc sends the calls and batches of an HTTP endpoint (httpCall,
+	// httpBatch); nil for a WebSocket one.
 	httpc  *http.Client
 	mu     sync.Mutex
-	rpc    *rpc.Client // nil until a WebSocket endpoint is first dialled
+	ws     *wsConn // a WebSocket endpoint's connection: nil until dialled, and once lost
 	closed bool
 	// noBlockReceipts is set once the node showed it has no usable
 	// eth_getBlockReceipts: receipts are then read per transaction.
@@ -165,17 +163,17 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
 		if u.Host == "" {
 			return nil, fmt.Errorf("dialing node %s: no host in the URL", display)
 		}
-		// The same cap on a reply as over HTTP (go-ethereum's default is 32 MiB).
-		c.wsOpts = []rpc.ClientOption{rpc.WithWebsocketMessageSizeLimit(opts.MaxResponseBytes)}
 		return c, nil
 	}
-	// Over HTTP, go-ethereum connects per request: this makes no connection.
-	httpClient := &http.Client{Transport: retryAfterTransport{base: nodeTransport(u.Hostname()), limit: opts.MaxResponseBytes}}
-	r, err := rpc.DialOptions(ctx, rawURL, rpc.WithHTTPClient(httpClient))
-	if err != nil {
-		return nil, fmt.Errorf("dialing node %s: %w", display, redactError(err, rawURL, display))
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("dialing node %s: no known transport for URL scheme %q", display, u.Scheme)
 	}
-	c.rpc, c.httpc = r, httpClient
+	if u.Host == "" {
+		return nil, fmt.Errorf("dialing node %s: no host in the URL", display)
+	}
+	// Over HTTP, a connection is made per request (and kept for reuse):
+	// this makes none.
+	c.httpc = &http.Client{Transport: retryAfterTransport{base: nodeTransport(u.Hostname()), limit: opts.MaxResponseBytes}}
 	return c, nil
 }
 
@@ -186,15 +184,23 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
 // net/http keeps two.
 const idleConnsPerNode = 16
 
+// maxResponseHeaderBytes caps a node's response headers, which
+// MaxResponseBytes (a body's cap) does not cover: net/http's default of
+// 10 MiB let one reply of short header lines cost 130 MiB. Providers send
+// a few KiB.
+const maxResponseHeaderBytes = 64 << 10
+
 // nodeTransport is the HTTP transport to the node at host. Replies of a
 // node on this host (loopback) are not compressed: gzip saves no bandwidth
 // there and costs both sides CPU they usually share (on geth --dev, a
 // quarter of the node's CPU for eth_getLogs and receipts, BENCHMARKS.md);
-// a distant provider's replies stay compressed.
+// a distant provider's replies stay compressed. Response headers are
+// capped at maxResponseHeaderBytes.
 func nodeTransport(host string) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = idleConnsPerNode
 	t.DisableCompression = isLoopback(host)
+	t.MaxResponseHeaderBytes = maxResponseHeaderBytes
 	return t
 }
 
@@ -207,22 +213,27 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// dialled returns the connection if there is one, errClosed once the
-// client is closed, or neither.
-func (c *Client) dialled() (*rpc.Client, error) {
+// dialled returns the connection if there is one and it is not lost,
+// errClosed once the client is closed, or neither.
+func (c *Client) dialled() (*wsConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, errClosed
 	}
-	return c.rpc, nil
+	if c.ws != nil && c.ws.broken() {
+		c.ws.close()
+		c.ws = nil
+	}
+	return c.ws, nil
 }
 
 // conn returns the client's connection, dialling it first if it is a
-// WebSocket endpoint not dialled yet; ctx bounds the dial.
-func (c *Client) conn(ctx context.Context) (*rpc.Client, error) {
-	if r, err := c.dialled(); r != nil || err != nil {
-		return r, err
+// WebSocket endpoint not dialled yet or whose connection was lost; ctx
+// bounds the dial. Over HTTP there is none.
+func (c *Client) conn(ctx context.Context) (*wsConn, error) {
+	if w, err := c.dialled(); w != nil || err != nil || c.httpc != nil {
+		return w, err
 	}
 	select {
 	case c.dialing <- struct{}{}:
@@ -231,34 +242,38 @@ func (c *Client) conn(ctx context.Context) (*rpc.Client, error) {
 		return nil, ctx.Err()
 	}
 	// Another call may have dialled while this one waited its turn.
-	if r, err := c.dialled(); r != nil || err != nil {
-		return r, err
+	if w, err := c.dialled(); w != nil || err != nil {
+		return w, err
 	}
-	r, err := rpc.DialOptions(ctx, c.rawURL, c.wsOpts...)
+	// The same cap on a message as on an HTTP reply.
+	w, err := dialWS(ctx, c.rawURL, c.opts.MaxResponseBytes, nil)
 	if err != nil {
 		return nil, fmt.Errorf("dialing: %w", err)
 	}
 	c.mu.Lock()
 	closed := c.closed
 	if !closed {
-		c.rpc = r
+		c.ws = w
 	}
 	c.mu.Unlock()
 	if closed {
-		r.Close()
+		w.close()
 		return nil, errClosed
 	}
-	return r, nil
+	return w, nil
 }
 
 // Close releases the client's connections.
 func (c *Client) Close() {
 	c.mu.Lock()
-	r := c.rpc
+	w := c.ws
 	c.closed = true
 	c.mu.Unlock()
-	if r != nil {
-		r.Close()
+	if w != nil {
+		w.close()
+	}
+	if c.httpc != nil {
+		c.httpc.CloseIdleConnections()
 	}
 }
 
@@ -520,9 +535,12 @@ func (c *Client) call(ctx context.Context, result any, method string, args ...an
 	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	r, err := c.conn(rctx)
-	if err == nil {
-		err = r.CallContext(rctx, result, method, args...)
+	w, err := c.conn(rctx)
+	switch {
+	case err == nil && c.httpc != nil:
+		err = c.httpCall(rctx, c.httpc, result, method, args)
+	case err == nil:
+		err = w.call(rctx, result, method, args)
 	}
 	if err != nil {
 		res, e := c.failure(ctx, err, method)
@@ -540,12 +558,12 @@ func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
 	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	r, err := c.conn(rctx)
+	w, err := c.conn(rctx)
 	switch {
 	case err == nil && c.httpc != nil:
 		err = c.httpBatch(rctx, c.httpc, elems)
 	case err == nil:
-		err = r.BatchCallContext(rctx, elems)
+		err = w.batch(rctx, elems)
 	}
 	took := time.Since(start)
 	if err != nil {

@@ -35,7 +35,7 @@ func BenchmarkDecodeLogsReply(b *testing.B) {
 	for b.Loop() {
 		var raw []rpcLog
 		elems := []rpc.BatchElem{{Method: "eth_getLogs", Result: &raw}}
-		if err := decodeBatch(bytes.NewReader(reply), elems); err != nil || elems[0].Error != nil {
+		if err := decodeBatch(bytes.NewReader(reply), elems, 0); err != nil || elems[0].Error != nil {
 			b.Fatal(err, elems[0].Error)
 		}
 		if _, err := toLogs(raw); err != nil {

@@ -65,8 +65,14 @@ type cutReply struct {
 	seen   bool
 }
 
+// Error says what failed where; the cause's text is cut at maxErrorText
+// bytes, since it may quote what a node sent (a non-2xx body).
 func (e *Error) Error() string {
-	return fmt.Sprintf("%s on %s: %s: %v", e.Method, e.Endpoint, e.Class, e.Err)
+	cause := "<nil>"
+	if e.Err != nil {
+		cause = cutText(e.Err.Error(), maxErrorText)
+	}
+	return fmt.Sprintf("%s on %s: %s: %s", e.Method, e.Endpoint, e.Class, cause)
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -208,21 +214,16 @@ func backoffFromData(data any) time.Duration {
 }
 
 // bodyError extracts the JSON-RPC error from a non-2xx reply body; ok is
-// false when the body is not one.
+// false when the body is not one. Its message and data are read only as
+// far as classify uses them (replyError).
 func bodyError(body []byte) (code int, message string, data any, ok bool) {
 	var reply struct {
-		Error *struct {
-			Code    int             `json:"code"`
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data"`
-		} `json:"error"`
+		Error *replyError `json:"error"`
 	}
 	if json.Unmarshal(body, &reply) != nil || reply.Error == nil {
 		return 0, "", nil, false
 	}
-	var d any
-	_ = json.Unmarshal(reply.Error.Data, &d)
-	return reply.Error.Code, reply.Error.Message, d, true
+	return reply.Error.Code, string(reply.Error.Message), reply.Error.ErrorData(), true
 }
 
 func containsAny(s string, subs ...string) bool {

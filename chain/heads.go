@@ -2,13 +2,11 @@ package chain
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
-	"github.com/ethereum/go-ethereum/rpc"
 )
 
 // WatchHeads subscribes to newHeads on the WebSocket endpoint wsURL and,
@@ -37,36 +35,37 @@ func WatchHeads(ctx context.Context, wsURL string, wake chan<- struct{}, up func
 	}
 }
 
+// headsMessageLimit caps a message of the newHeads connection: a header
+// is a few KiB at most.
+const headsMessageLimit = 1 << 20
+
 func subscribeHeads(ctx context.Context, wsURL string, wake chan<- struct{}, subscribed func()) error {
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	c, err := rpc.DialContext(dctx, wsURL)
+	c, err := dialWS(dctx, wsURL, headsMessageLimit, func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("dialing: %w", err)
 	}
-	defer c.Close()
-	heads := make(chan json.RawMessage, 16)
+	// No eth_unsubscribe: a hung peer would keep WatchHeads waiting for its
+	// answer past shutdown. Closing the connection ends the subscription.
+	defer c.close()
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	sub, err := c.EthSubscribe(sctx, heads, "newHeads")
+	var id string
+	err = c.call(sctx, &id, "eth_subscribe", []any{"newHeads"})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("subscribing: %w", err)
 	}
-	// No Unsubscribe: it waits for the node's answer, up to go-ethereum's
-	// 10 s, and a hung peer would keep WatchHeads past shutdown. The
-	// deferred Close ends the connection, and the subscription with it.
 	subscribed()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-sub.Err():
-			return fmt.Errorf("subscription ended: %w", err)
-		case <-heads:
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-c.done:
+		return fmt.Errorf("subscription ended: %w", c.lost())
 	}
 }

@@ -19,13 +19,36 @@ import (
 // client reads a batch reply into raw messages first and then decodes each
 // one again: four passes of encoding/json over every byte, where this
 // takes two. Replies of logs and receipts are the poller's largest cost
-// (the profile in BENCHMARKS.md), so this is the path of every batch over
-// HTTP; WebSocket endpoints keep go-ethereum's client.
+// (the profile in BENCHMARKS.md), so this is the path of every batch, over
+// HTTP and over WebSocket (wsConn).
 func (c *Client) httpBatch(ctx context.Context, hc *http.Client, elems []rpc.BatchElem) error {
 	body, err := batchBody(elems)
 	if err != nil {
 		return err
 	}
+	return c.post(ctx, hc, body, func(r io.Reader) error { return decodeBatch(r, elems, 0) })
+}
+
+// httpCall sends one JSON-RPC call over HTTP and decodes its reply into
+// result as httpBatch does an element's. The reply answers the call
+// whatever its id, as with go-ethereum's client, whose decoding of a
+// reply this replaces over HTTP: it builds an error's data whole.
+func (c *Client) httpCall(ctx context.Context, hc *http.Client, result any, method string, args []any) error {
+	body, err := json.Marshal(call{JSONRPC: "2.0", ID: 1, Method: method, Params: args})
+	if err != nil {
+		return err
+	}
+	el := rpc.BatchElem{Method: method, Args: args, Result: result}
+	if err := c.post(ctx, hc, body, func(r io.Reader) error { return decodeCall(r, &el) }); err != nil {
+		return err
+	}
+	return el.Error
+}
+
+// post sends body to the node and hands a 2xx reply to decode. Any other
+// reply is an rpc.HTTPError with the status and up to maxErrorBody bytes of
+// the body, which may carry a JSON-RPC error, for classify.
+func (c *Client) post(ctx context.Context, hc *http.Client, body []byte, decode func(io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.rawURL, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -41,22 +64,22 @@ func (c *Client) httpBatch(ctx context.Context, hc *http.Client, elems []rpc.Bat
 		_ = resp.Body.Close()
 	}()
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		// As go-ethereum's client: the status and body, which may carry a
-		// JSON-RPC error, for classify.
-		b, _ := io.ReadAll(resp.Body)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		return rpc.HTTPError{Status: resp.Status, StatusCode: resp.StatusCode, Body: b}
 	}
-	return decodeBatch(resp.Body, elems)
+	return decode(resp.Body)
+}
+
+// call is one JSON-RPC request.
+type call struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      int    `json:"id"`
+	Method  string `json:"method"`
+	Params  []any  `json:"params,omitempty"`
 }
 
 // batchBody is the request of elems, element i with id i.
 func batchBody(elems []rpc.BatchElem) ([]byte, error) {
-	type call struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      int    `json:"id"`
-		Method  string `json:"method"`
-		Params  []any  `json:"params,omitempty"`
-	}
 	calls := make([]call, len(elems))
 	for i, el := range elems {
 		calls[i] = call{JSONRPC: "2.0", ID: i, Method: el.Method, Params: el.Args}
@@ -64,33 +87,13 @@ func batchBody(elems []rpc.BatchElem) ([]byte, error) {
 	return json.Marshal(calls)
 }
 
-// replyError is a JSON-RPC error object of a reply: an rpc.Error and an
-// rpc.DataError, as go-ethereum's own, for classify.
-type replyError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
-}
-
-func (e *replyError) Error() string {
-	if e.Message == "" {
-		return fmt.Sprintf("json-rpc error %d", e.Code)
-	}
-	return e.Message
-}
-
-// ErrorCode is the JSON-RPC error code.
-func (e *replyError) ErrorCode() int { return e.Code }
-
-// ErrorData is the error's data, if any.
-func (e *replyError) ErrorData() any { return e.Data }
-
-// decodeBatch reads a batch reply from r into elems. An element with no
-// reply gets rpc.ErrMissingBatchResponse, one with neither result nor
-// error rpc.ErrNoResult, one whose result does not decode that error. A
-// reply that is not an array (one error object for the whole batch) or is
-// not JSON fails the whole batch.
-func decodeBatch(r io.Reader, elems []rpc.BatchElem) error {
+// decodeBatch reads a batch reply from r into elems, sent with ids base,
+// base+1, and so on. An element with no reply gets
+// rpc.ErrMissingBatchResponse, one with neither result nor error
+// rpc.ErrNoResult, one whose result does not decode that error. A reply
+// that is not an array (one error object for the whole batch) or is not
+// JSON fails the whole batch.
+func decodeBatch(r io.Reader, elems []rpc.BatchElem, base int64) error {
 	dec := json.NewDecoder(r)
 	tok, err := dec.Token()
 	if err != nil {
@@ -102,7 +105,7 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem) error {
 		// One reply for the whole batch. Its error is told, but, as with
 		// go-ethereum's client, the batch fails as a transient failure
 		// whatever the code says.
-		rep, err := readReply(dec, nil, nil)
+		rep, err := readReply(dec, nil, 0, nil)
 		if err != nil {
 			return fmt.Errorf("reading the batch reply: %w", err)
 		}
@@ -121,7 +124,7 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem) error {
 			}
 			return fmt.Errorf("reading the batch reply: %w", err)
 		}
-		rep, err := readReply(dec, elems, answered)
+		rep, err := readReply(dec, elems, base, answered)
 		if err != nil {
 			return fmt.Errorf("reading the batch reply: %w", err)
 		}
@@ -129,15 +132,7 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem) error {
 			continue // not ours, or a repeat
 		}
 		answered[rep.index] = true
-		el := &elems[rep.index]
-		switch {
-		case rep.err != nil:
-			el.Error = rep.err
-		case !rep.result:
-			el.Error = rpc.ErrNoResult
-		default:
-			el.Error = rep.decodeErr
-		}
+		elems[rep.index].Error = rep.elementError()
 	}
 	if _, err := dec.Token(); err != nil {
 		return fmt.Errorf("reading the batch reply: %w", err)
@@ -150,6 +145,25 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem) error {
 	return nil
 }
 
+// decodeCall reads the reply to a lone call from r into el, as
+// decodeBatch does an element's; a reply that is not one JSON object
+// fails the call.
+func decodeCall(r io.Reader, el *rpc.BatchElem) error {
+	dec := json.NewDecoder(r)
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		if err == nil {
+			err = fmt.Errorf("unexpected %v", tok)
+		}
+		return fmt.Errorf("reading the reply: %w", err)
+	}
+	rep, err := readReply(dec, []rpc.BatchElem{*el}, 0, nil)
+	if err != nil {
+		return fmt.Errorf("reading the reply: %w", err)
+	}
+	el.Error = rep.elementError()
+	return nil
+}
+
 // reply is one reply of a batch as readReply found it.
 type reply struct {
 	index     int // the element it answers, or -1
@@ -158,12 +172,30 @@ type reply struct {
 	err       *replyError
 }
 
+// elementError is the error of the element rep answers: its JSON-RPC
+// error, rpc.ErrNoResult without a result, or its result's decoding's.
+func (rep reply) elementError() error {
+	switch {
+	case rep.err != nil:
+		return rep.err
+	case !rep.result:
+		return rpc.ErrNoResult
+	default:
+		return rep.decodeErr
+	}
+}
+
 // readReply reads the rest of one reply object (its '{' read) from dec.
-// Its result is decoded into the Result of the element its id names,
-// unless that element is answered already: at once when the id came
-// first (as nodes write it), else once the object is read.
-func readReply(dec *json.Decoder, elems []rpc.BatchElem, answered []bool) (reply, error) {
+// Its result is decoded into the Result of the element its id names (id
+// base names elems[0]), unless that element is answered already: at once
+// when the id came first (as nodes write it), else once the object is
+// read. With answered nil, its id is not looked at: it answers the one
+// element of elems, if there is one (a lone call).
+func readReply(dec *json.Decoder, elems []rpc.BatchElem, base int64, answered []bool) (reply, error) {
 	rep := reply{index: -1}
+	if answered == nil && len(elems) == 1 {
+		rep.index = 0
+	}
 	var pending json.RawMessage
 	for dec.More() {
 		tok, err := dec.Token()
@@ -172,12 +204,8 @@ func readReply(dec *json.Decoder, elems []rpc.BatchElem, answered []bool) (reply
 		}
 		switch key, _ := tok.(string); key {
 		case "id":
-			var id json.RawMessage
-			if err := dec.Decode(&id); err != nil {
+			if err := rep.readID(dec, base, answered); err != nil {
 				return rep, err
-			}
-			if rep.index = elementOf(id, len(elems)); rep.index >= 0 && answered[rep.index] {
-				rep.index = -1 // a repeat: the first reply stands
 			}
 		case "result":
 			rep.result = true
@@ -213,11 +241,28 @@ func readReply(dec *json.Decoder, elems []rpc.BatchElem, answered []bool) (reply
 	return rep, nil
 }
 
-// elementOf is the element an id names: an integer in [0, n), or -1.
-func elementOf(id json.RawMessage, n int) int {
-	i, err := strconv.Atoi(string(bytes.Trim(id, `"`)))
-	if err != nil || i < 0 || i >= n {
+// readID reads the reply's id from dec and takes the element it names
+// (readReply): with answered nil (a lone call) it takes none.
+func (rep *reply) readID(dec *json.Decoder, base int64, answered []bool) error {
+	var id json.RawMessage
+	if err := dec.Decode(&id); err != nil {
+		return err
+	}
+	if answered == nil {
+		return nil
+	}
+	if rep.index = elementOf(id, base, len(answered)); rep.index >= 0 && answered[rep.index] {
+		rep.index = -1 // a repeat: the first reply stands
+	}
+	return nil
+}
+
+// elementOf is the element an id names: an integer in [base, base+n),
+// less base, or -1.
+func elementOf(id json.RawMessage, base int64, n int) int {
+	i, err := strconv.ParseInt(string(bytes.Trim(id, `"`)), 10, 64)
+	if err != nil || i < base || i-base >= int64(n) {
 		return -1
 	}
-	return i
+	return int(i - base)
 }

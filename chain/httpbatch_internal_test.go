@@ -95,7 +95,7 @@ func TestDecodeBatch(t *testing.T) {
 			if tt.readErr != nil {
 				r = &failingReader{r: r, err: tt.readErr}
 			}
-			err := decodeBatch(r, elems)
+			err := decodeBatch(r, elems, 0)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("decodeBatch = %v, want an error with %q", err, tt.wantErr)
@@ -129,6 +129,45 @@ func TestDecodeBatch(t *testing.T) {
 				if got[i] != tt.want[i] {
 					t.Errorf("element %d = %q, want %q", i, got[i], tt.want[i])
 				}
+			}
+		})
+	}
+}
+
+// TestDecodeCall: the one reply to a lone call answers it whatever its
+// id, as with go-ethereum's client.
+func TestDecodeCall(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		give    string
+		want    string
+		wantErr string // the call's
+	}{
+		{name: "a result", give: `{"jsonrpc":"2.0","id":1,"result":"a"}`, want: "a"},
+		{name: "another id, result first", give: `{"result":"a","id":"x"}`, want: "a"},
+		{name: "an error with a null id", give: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`, wantErr: "parse error"},
+		{name: "no result", give: `{"jsonrpc":"2.0","id":1}`, wantErr: rpc.ErrNoResult.Error()},
+		{name: "a batch", give: `[{"id":1,"result":"a"}]`, wantErr: "reading the reply: unexpected ["},
+		{name: "not JSON", give: `<html>`, wantErr: "invalid character"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got string
+			el := rpc.BatchElem{Method: "m", Result: &got}
+			err := decodeCall(strings.NewReader(tt.give), &el)
+			if err == nil {
+				err = el.Error
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("decodeCall = %v, want an error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("decodeCall = %q, %v, want %q", got, err, tt.want)
 			}
 		})
 	}

@@ -24,7 +24,7 @@ func RedactURL(rawURL string) string {
 	if err != nil || u.Host == "" {
 		return "(unparseable URL)"
 	}
-	out := url.URL{Scheme: u.Scheme, Host: redactHost(u.Host)}
+	out := url.URL{Scheme: u.Scheme, Host: RedactHost(u.Host)}
 	if u.User != nil {
 		out.User = url.User(redacted)
 	}
@@ -48,12 +48,16 @@ func RedactURL(rawURL string) string {
 }
 
 // keyLike matches a host label that looks like an API key rather than a
-// name: long, and mixing letters and digits.
-var keyLike = regexp.MustCompile(`^[A-Za-z0-9_-]{16,}$`)
+// name, once it mixes letters and digits: long, or not quite as long with
+// neither hyphen nor underscore (Pipedream's ids are 15 characters), where
+// names with digits are short or hyphenated (bsc-dataseed1, node42).
+var keyLike = regexp.MustCompile(`^(?:[A-Za-z0-9_-]{16,}|[A-Za-z0-9]{12,})$`)
 
-// redactHost hides host labels that look like API keys (some providers put
-// the key in a subdomain).
-func redactHost(host string) string {
+// RedactHost returns host, a name or an address with or without a port,
+// with every label that looks like an API key or a token replaced by
+// xxxxx, as RedactURL does: some providers and webhook services put the
+// secret in a subdomain.
+func RedactHost(host string) string {
 	name, port := host, ""
 	if h, p, err := net.SplitHostPort(host); err == nil {
 		name, port = h, p
@@ -104,7 +108,7 @@ func scrub(msg, rawURL, display string) string {
 			}
 		}
 		for _, l := range strings.Split(u.Hostname(), ".") {
-			if redactHost(l) != l {
+			if RedactHost(l) != l {
 				secrets = append(secrets, l)
 			}
 		}

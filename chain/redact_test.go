@@ -23,12 +23,35 @@ func TestRedactURL(t *testing.T) {
 		{"wss://node.example/ws/mainnet", "wss://node.example/ws/mainnet"},
 		{"https://a1b2c3d4e5f6a7b8c9d0.eth.rpc.rivet.cloud/", "https://xxxxx.eth.rpc.rivet.cloud/"},
 		{"https://eth-mainnet.public.blastapi.io", "https://eth-mainnet.public.blastapi.io"},
+		// Pipedream-style ids: 15 letters and digits.
+		{"https://eofyfyh52mz68hy.m.pipedream.net", "https://xxxxx.m.pipedream.net"},
+		{"https://b9ac252e833b4afa399912e731d0da49.m.pipedream.net:8443/", "https://xxxxx.m.pipedream.net:8443/"},
+		// Names with digits, even long ones, stay: hyphens, or too short.
+		{"https://bsc-dataseed1.binance.org", "https://bsc-dataseed1.binance.org"},
+		{"https://zksync2-mainnet.zksync.io", "https://zksync2-mainnet.zksync.io"},
+		{"https://rpc1.node42.example", "https://rpc1.node42.example"},
 		{"http://[::1]:8545", "http://[::1]:8545"},
 		{"not a url", "(unparseable URL)"},
 	}
 	for _, tt := range tests {
 		if got := chain.RedactURL(tt.give); got != tt.want {
 			t.Errorf("RedactURL(%q) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+}
+
+func TestRedactHost(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ give, want string }{
+		{"eofyfyh52mz68hy.m.pipedream.net", "xxxxx.m.pipedream.net"},
+		{"eofyfyh52mz68hy.m.pipedream.net:443", "xxxxx.m.pipedream.net:443"},
+		{"hooks.example.com:8080", "hooks.example.com:8080"},
+		{"127.0.0.1:9000", "127.0.0.1:9000"},
+		{"[::1]:9000", "[::1]:9000"},
+	}
+	for _, tt := range tests {
+		if got := chain.RedactHost(tt.give); got != tt.want {
+			t.Errorf("RedactHost(%q) = %q, want %q", tt.give, got, tt.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -345,5 +346,74 @@ func TestWatchHeadsReturnsPromptlyFromAHungPeer(t *testing.T) {
 	}
 	if n := peer.connections(); n != 1 {
 		t.Fatalf("%d connections, want 1", n)
+	}
+}
+
+// A WebSocket node that starts a reply and stalls is cut off by the
+// request's timeout, however long it stalls, and the next call dials a new
+// connection, on which the node answers.
+func TestWebsocketStalledReplyIsCutOff(t *testing.T) {
+	t.Parallel()
+	var (
+		mu    sync.Mutex
+		conns int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		mu.Lock()
+		conns++
+		first := conns == 1
+		mu.Unlock()
+		for {
+			var req rpcReq
+			if err := conn.ReadJSON(&req); err != nil {
+				return
+			}
+			if !first {
+				_ = conn.WriteJSON(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": "0x539"})
+				continue
+			}
+			// A frame of the reply, then nothing more until the client
+			// hangs up.
+			wr, err := conn.NextWriter(websocket.TextMessage)
+			if err != nil {
+				return
+			}
+			fmt.Fprintf(wr, `{"jsonrpc":"2.0","id":%s,"result":"0x%s`, req.ID, strings.Repeat("0", 64<<10))
+			_, _, _ = conn.ReadMessage()
+			return
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := chain.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http"), chain.Options{Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.ChainID(context.Background())
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if !isTimeout(err) || chain.ClassOf(err) != chain.ClassTransient {
+			t.Fatalf("ChainID = %v, want a transient timeout", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("ChainID still waiting a minute into a 300ms timeout")
+	}
+	id, err := c.ChainID(context.Background())
+	if err != nil || id != 1337 {
+		t.Fatalf("ChainID = %d, %v; want 1337 on a new connection", id, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 2 {
+		t.Fatalf("%d connections, want 2", conns)
 	}
 }

@@ -7,8 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -152,33 +155,85 @@ type manifest struct {
 		Name      string `yaml:"name"`
 		Namespace string `yaml:"namespace"`
 	} `yaml:"metadata"`
-	Spec struct {
+	// Data is a ConfigMap's, StringData a Secret's.
+	Data       map[string]string `yaml:"data"`
+	StringData map[string]string `yaml:"stringData"`
+	Spec       struct {
 		Replicas     int `yaml:"replicas"`
 		MinAvailable int `yaml:"minAvailable"`
 		Template     struct {
+			Metadata struct {
+				Labels map[string]string `yaml:"labels"`
+			} `yaml:"metadata"`
 			Spec podSpec `yaml:"spec"`
 		} `yaml:"template"`
+		// A NetworkPolicy's.
+		PodSelector selector      `yaml:"podSelector"`
+		PolicyTypes []string      `yaml:"policyTypes"`
+		Ingress     []ingressRule `yaml:"ingress"`
 	} `yaml:"spec"`
+}
+
+type selector struct {
+	MatchLabels      map[string]string `yaml:"matchLabels"`
+	MatchExpressions []any             `yaml:"matchExpressions"`
+}
+
+type ingressRule struct {
+	From []struct {
+		PodSelector       *selector `yaml:"podSelector"`
+		NamespaceSelector *selector `yaml:"namespaceSelector"`
+		IPBlock           any       `yaml:"ipBlock"`
+	} `yaml:"from"`
+	Ports []struct {
+		Protocol string `yaml:"protocol"`
+		Port     any    `yaml:"port"`
+	} `yaml:"ports"`
 }
 
 type podSpec struct {
 	SecurityContext struct {
 		RunAsNonRoot bool `yaml:"runAsNonRoot"`
 	} `yaml:"securityContext"`
-	Containers []struct {
-		Name           string   `yaml:"name"`
-		Args           []string `yaml:"args"`
-		LivenessProbe  *probe   `yaml:"livenessProbe"`
-		ReadinessProbe *probe   `yaml:"readinessProbe"`
-		Resources      struct {
-			Requests map[string]string `yaml:"requests"`
-			Limits   map[string]string `yaml:"limits"`
-		} `yaml:"resources"`
-		SecurityContext struct {
-			ReadOnlyRootFilesystem   bool `yaml:"readOnlyRootFilesystem"`
-			AllowPrivilegeEscalation bool `yaml:"allowPrivilegeEscalation"`
-		} `yaml:"securityContext"`
-	} `yaml:"containers"`
+	Volumes []struct {
+		Name      string `yaml:"name"`
+		ConfigMap *struct {
+			Name string `yaml:"name"`
+		} `yaml:"configMap"`
+	} `yaml:"volumes"`
+	Containers []container `yaml:"containers"`
+}
+
+type container struct {
+	Name  string   `yaml:"name"`
+	Args  []string `yaml:"args"`
+	Ports []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	Env []struct {
+		Name      string `yaml:"name"`
+		ValueFrom *struct {
+			SecretKeyRef *struct {
+				Name string `yaml:"name"`
+				Key  string `yaml:"key"`
+			} `yaml:"secretKeyRef"`
+		} `yaml:"valueFrom"`
+	} `yaml:"env"`
+	VolumeMounts []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+	} `yaml:"volumeMounts"`
+	LivenessProbe  *probe `yaml:"livenessProbe"`
+	ReadinessProbe *probe `yaml:"readinessProbe"`
+	Resources      struct {
+		Requests map[string]string `yaml:"requests"`
+		Limits   map[string]string `yaml:"limits"`
+	} `yaml:"resources"`
+	SecurityContext struct {
+		ReadOnlyRootFilesystem   bool `yaml:"readOnlyRootFilesystem"`
+		AllowPrivilegeEscalation bool `yaml:"allowPrivilegeEscalation"`
+	} `yaml:"securityContext"`
 }
 
 type probe struct {
@@ -224,7 +279,8 @@ func manifests(t *testing.T) map[string]manifest {
 func TestKubernetesManifests(t *testing.T) {
 	ms := manifests(t)
 	for _, want := range []string{"Deployment/burnpoller", "Job/burnpoller-migrate", "Job/burnpoller-backfill-18000000",
-		"PodDisruptionBudget/burnpoller", "Secret/burnpoller", "ConfigMap/burnpoller", "Service/burnpoller"} {
+		"PodDisruptionBudget/burnpoller", "Secret/burnpoller", "ConfigMap/burnpoller", "Service/burnpoller",
+		"ConfigMap/burnpoller-postgres-ca", "NetworkPolicy/burnpoller"} {
 		if _, ok := ms[want]; !ok {
 			t.Errorf("no %s", want)
 		}
@@ -256,6 +312,130 @@ func TestKubernetesManifests(t *testing.T) {
 				t.Errorf("%s/%s: no memory request and limit", name, c.Name)
 			}
 		}
+	}
+}
+
+// TestKubernetesPostgresURLsVerifyTheServer: every Postgres URL of the kit
+// verifies the server's certificate and host name (verify-full) against a
+// CA file, and every container given such a URL mounts that file from an
+// object of the kit: with require, or prefer (the default), anyone on the
+// path could pose as the server and be sent the password.
+func TestKubernetesPostgresURLsVerifyTheServer(t *testing.T) {
+	ms := manifests(t)
+	roots := map[string]string{} // Secret key -> the CA file its URL names
+	for key, v := range ms["Secret/burnpoller"].StringData {
+		if !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
+			continue
+		}
+		u, err := url.Parse(v)
+		if err != nil {
+			t.Fatalf("Secret %s: %v", key, err)
+		}
+		q := u.Query()
+		if q.Get("sslmode") != "verify-full" || !path.IsAbs(q.Get("sslrootcert")) {
+			t.Errorf("Secret %s: sslmode=%q sslrootcert=%q, want verify-full and a CA file", key, q.Get("sslmode"), q.Get("sslrootcert"))
+			continue
+		}
+		roots[key] = q.Get("sslrootcert")
+	}
+	if len(roots) < 2 {
+		t.Fatalf("Postgres URLs in the Secret: %v, want the runtime and the migration one", roots)
+	}
+	given := 0
+	for name, m := range ms {
+		ps := m.Spec.Template.Spec
+		for _, c := range ps.Containers {
+			for _, e := range c.Env {
+				if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || roots[e.ValueFrom.SecretKeyRef.Key] == "" {
+					continue
+				}
+				given++
+				if err := mountsFile(ms, ps, c, roots[e.ValueFrom.SecretKeyRef.Key]); err != nil {
+					t.Errorf("%s/%s, %s: %v", name, c.Name, e.Name, err)
+				}
+			}
+		}
+	}
+	if given < 3 {
+		t.Fatalf("%d containers are given a Postgres URL, want the Deployment's and both Jobs'", given)
+	}
+}
+
+// mountsFile says whether container c of pod spec ps has file, mounted
+// from a ConfigMap of the kit that holds it.
+func mountsFile(ms map[string]manifest, ps podSpec, c container, file string) error {
+	dir, base := path.Split(file)
+	for _, vm := range c.VolumeMounts {
+		if path.Clean(vm.MountPath) != path.Clean(dir) {
+			continue
+		}
+		for _, v := range ps.Volumes {
+			if v.Name != vm.Name || v.ConfigMap == nil {
+				continue
+			}
+			if _, ok := ms["ConfigMap/"+v.ConfigMap.Name].Data[base]; !ok {
+				return fmt.Errorf("ConfigMap %s, mounted at %s, has no %s", v.ConfigMap.Name, dir, base)
+			}
+			return nil
+		}
+		return fmt.Errorf("volume %s at %s is not a ConfigMap", vm.Name, dir)
+	}
+	return fmt.Errorf("nothing mounted at %s for %s", dir, file)
+}
+
+// TestKubernetesNetworkPolicy: a NetworkPolicy selects every burnpoller
+// pod and admits only a named scraper, to :8080 only: /readyz runs
+// database queries, and nothing else in the cluster needs the replicas.
+// (The kubelet's probes come from the pod's node, which NetworkPolicy
+// always admits.)
+func TestKubernetesNetworkPolicy(t *testing.T) {
+	ms := manifests(t)
+	np := ms["NetworkPolicy/burnpoller"]
+	if !slices.Contains(np.Spec.PolicyTypes, "Ingress") {
+		t.Fatalf("policyTypes %v: ingress is not restricted", np.Spec.PolicyTypes)
+	}
+	if len(np.Spec.PodSelector.MatchLabels) == 0 || len(np.Spec.PodSelector.MatchExpressions) > 0 {
+		t.Fatalf("podSelector %+v, want labels every burnpoller pod has", np.Spec.PodSelector)
+	}
+	pods := 0
+	for name, m := range ms {
+		if m.Kind != "Deployment" && m.Kind != "Job" {
+			continue
+		}
+		pods++
+		for k, v := range np.Spec.PodSelector.MatchLabels {
+			if m.Spec.Template.Metadata.Labels[k] != v {
+				t.Errorf("the NetworkPolicy does not select %s's pods (%s=%s)", name, k, v)
+			}
+		}
+	}
+	if pods < 3 {
+		t.Fatalf("%d pod templates, want the Deployment's and both Jobs'", pods)
+	}
+	if len(np.Spec.Ingress) == 0 {
+		t.Fatal("no ingress rule: not even the scraper is admitted")
+	}
+	for i, r := range np.Spec.Ingress {
+		if len(r.Ports) != 1 || r.Ports[0].Protocol != "TCP" || fmt.Sprint(r.Ports[0].Port) != "8080" {
+			t.Errorf("ingress rule %d: ports %+v, want TCP 8080 alone", i, r.Ports)
+		}
+		if len(r.From) == 0 {
+			t.Errorf("ingress rule %d admits every source", i)
+		}
+		for _, f := range r.From {
+			if f.IPBlock != nil || f.PodSelector == nil || len(f.PodSelector.MatchLabels) == 0 || f.NamespaceSelector == nil {
+				t.Errorf("ingress rule %d: a source %+v that is not a named scraper in a named namespace", i, f)
+			}
+		}
+	}
+	port := 0
+	for _, p := range ms["Deployment/burnpoller"].Spec.Template.Spec.Containers[0].Ports {
+		if p.Name == "http" {
+			port = p.ContainerPort
+		}
+	}
+	if port != 8080 {
+		t.Fatalf("the replicas serve on %d, not the port the NetworkPolicy admits", port)
 	}
 }
 

@@ -221,6 +221,19 @@ func TestTransportFaults(t *testing.T) {
 			}},
 		{"500s", func(f *rpcfault.Faults) { f.ServerErrors = 5 }, nil, "transient",
 			func(s rpcfault.Stats) int { return s.ServerErrors }, nil},
+		// Two of each of a hostile node's replies: huge error data, huge
+		// headers, a huge error body. Each is a transient failure, and all
+		// of them together cost the replica less than one of them did when
+		// error data was decoded whole (334 MiB).
+		{"hostile replies", func(f *rpcfault.Faults) { f.Hostile = 6 }, nil, "transient",
+			func(s rpcfault.Stats) int { return s.Hostile }, func(t *testing.T, r *faultRun, _ time.Duration) {
+				t.Helper()
+				alloc := r.metric("go_memstats_alloc_bytes_total")
+				t.Logf("the replica allocated %.0f MiB in all", alloc/(1<<20))
+				if alloc > 300<<20 {
+					t.Fatalf("the replica allocated %.0f MiB in all, want under 300", alloc/(1<<20))
+				}
+			}},
 		{"hang past the timeout", func(f *rpcfault.Faults) { f.Hang = 3 }, nil, "transient",
 			func(s rpcfault.Stats) int { return s.Hung }, nil},
 		{"foreign logs", func(f *rpcfault.Faults) { f.ForeignLogs = 3 }, nil, "bad_reply",

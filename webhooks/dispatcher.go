@@ -72,6 +72,11 @@ const DefaultLease = 3 * time.Second
 // the connection can be reused without reading an endless answer.
 const responseCap = 64 << 10
 
+// responseHeaderCap caps a response's headers, which responseCap does not
+// cover: net/http's default of 10 MiB let one answer of short header lines
+// cost 130 MiB. An answer over it fails the attempt, as no answer would.
+const responseHeaderCap = 64 << 10
+
 // Dispatcher delivers payment events to the configured endpoints. Every
 // replica runs one; they share the work through Postgres.
 type Dispatcher struct {
@@ -119,6 +124,7 @@ func New(cfg Config, pool *pgxpool.Pool, reg prometheus.Registerer, log *slog.Lo
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = cfg.Batch
+	transport.MaxResponseHeaderBytes = responseHeaderCap
 	return &Dispatcher{
 		cfg:  cfg,
 		pool: pool,
@@ -139,34 +145,55 @@ func New(cfg Config, pool *pgxpool.Pool, reg prometheus.Registerer, log *slog.Lo
 // webhooks retry --seq sends an older event). An endpoint whose row was
 // deleted (webhook_endpoints_removed, migration 13) starts again from
 // where delivery to it stood, so that deleting the row while a replica
-// still lists it, in whatever order, loses no event.
+// still lists it, in whatever order, loses no event. So does an endpoint
+// registered under its label from before token-like host labels were
+// hidden, whose row is left as it is (docs/webhooks.md).
 func (d *Dispatcher) Register(ctx context.Context) error {
 	for _, e := range d.cfg.Endpoints {
-		if _, err := d.register(ctx, e.Label); err != nil {
+		if _, err := d.register(ctx, e); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// register records endpoint label, and returns the seq it resumed from
-// when its row had been deleted (-1 otherwise).
-func (d *Dispatcher) register(ctx context.Context, label string) (int64, error) {
-	var resumed int64
+// register records endpoint e, and returns the seq it resumed from when
+// its row had been deleted (-1 otherwise). Not registered yet under its
+// label but under its legacy one (before token-like host labels were
+// hidden), it starts where delivery under the legacy label stands: the
+// first event neither delivered nor dead-lettered there, or, with none,
+// the first not queued there yet, as a deleted row resumes (migration
+// 13). An event may then reach the endpoint twice, never not at all.
+func (d *Dispatcher) register(ctx context.Context, e Endpoint) (int64, error) {
+	var resumed, carried int64
 	err := d.pool.QueryRow(ctx, `
 		WITH removed AS (
 			DELETE FROM webhook_endpoints_removed r WHERE r.endpoint = $1
 			  AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE endpoint = $1)
 			RETURNING resume_seq
+		), legacy AS (
+			SELECT coalesce(
+			         (SELECT min(d.seq) - 1 FROM webhook_deliveries d
+			          WHERE d.endpoint = l.endpoint AND d.delivered_at IS NULL AND d.dead_at IS NULL),
+			         l.enqueued_seq) AS resume_seq
+			FROM webhook_endpoints l
+			WHERE l.endpoint = $3 AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE endpoint = $1)
 		), registered AS (
 			INSERT INTO webhook_endpoints (endpoint, events, enqueued_seq)
-			VALUES ($1, $2, coalesce((SELECT resume_seq FROM removed), (SELECT last_seq FROM payment_event_seq)))
+			VALUES ($1, $2, coalesce((SELECT resume_seq FROM removed), (SELECT resume_seq FROM legacy),
+			                         (SELECT last_seq FROM payment_event_seq)))
 			ON CONFLICT (endpoint) DO UPDATE SET events = excluded.events, updated_at = now()
 			WHERE webhook_endpoints.events IS DISTINCT FROM excluded.events
 		)
-		SELECT coalesce((SELECT resume_seq FROM removed), -1)`, label, d.cfg.Events).Scan(&resumed)
+		SELECT coalesce((SELECT resume_seq FROM removed), -1), coalesce((SELECT resume_seq FROM legacy), -1)`,
+		e.Label, d.cfg.Events, e.legacy).Scan(&resumed, &carried)
 	if err != nil {
-		return 0, fmt.Errorf("registering webhook endpoint %s: %w", label, err)
+		return 0, fmt.Errorf("registering webhook endpoint %s: %w", e.Label, err)
+	}
+	if resumed < 0 && carried >= 0 {
+		// The legacy label is never logged: it holds the token.
+		d.log.Info("webhook endpoint registered under its label with the token-like host labels hidden, from where delivery under its earlier label stood; delete the earlier row once no replica runs an earlier version (docs/webhooks.md)",
+			slog.String("endpoint", e.Label), slog.Int64("resumed_after_seq", carried))
 	}
 	return resumed, nil
 }
@@ -235,7 +262,7 @@ func (d *Dispatcher) enqueueAll(ctx context.Context) error {
 		for {
 			more, err := d.enqueue(ctx, e.Label)
 			if errors.Is(err, errEndpointGone) {
-				err = d.reregister(ctx, e.Label)
+				err = d.reregister(ctx, e)
 			}
 			if err != nil {
 				return fmt.Errorf("endpoint %s: %w", e.Label, err)
@@ -254,14 +281,14 @@ var errEndpointGone = errors.New("the endpoint's row was deleted")
 // reregister registers again an endpoint this replica delivers to whose row
 // was deleted, from where delivery stood, and says so loudly: the removal
 // procedure takes the URL out of every replica's WEBHOOK_URL first.
-func (d *Dispatcher) reregister(ctx context.Context, label string) error {
-	from, err := d.register(ctx, label)
+func (d *Dispatcher) reregister(ctx context.Context, e Endpoint) error {
+	from, err := d.register(ctx, e)
 	if err != nil {
 		return err
 	}
-	d.metrics.reregistered.WithLabelValues(label).Inc()
+	d.metrics.reregistered.WithLabelValues(e.Label).Inc()
 	d.log.Error("the row of a webhook endpoint this replica delivers to was deleted; registered it again from where delivery stood (take the URL out of WEBHOOK_URL on every replica before deleting the row)",
-		slog.String("endpoint", label), slog.Int64("resumed_after_seq", from))
+		slog.String("endpoint", e.Label), slog.Int64("resumed_after_seq", from))
 	return nil
 }
 

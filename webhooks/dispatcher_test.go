@@ -155,7 +155,9 @@ type dispatcher struct {
 	done   chan struct{}
 }
 
-func startDispatcher(t *testing.T, pool *pgxpool.Pool, cfg webhooks.Config) *dispatcher {
+// startDispatcher registers and runs a dispatcher of cfg, after handing it
+// to each of prepare.
+func startDispatcher(t *testing.T, pool *pgxpool.Pool, cfg webhooks.Config, prepare ...func(*webhooks.Dispatcher)) *dispatcher {
 	t.Helper()
 	if cfg.Secret == "" {
 		cfg.Secret = secret
@@ -176,6 +178,9 @@ func startDispatcher(t *testing.T, pool *pgxpool.Pool, cfg webhooks.Config) *dis
 	reg := prometheus.NewRegistry()
 	d := webhooks.New(cfg, pool, reg, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	d.Signals.Attempted.Init()
+	for _, p := range prepare {
+		p(d)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	x := &dispatcher{d: d, reg: reg, cancel: cancel, done: make(chan struct{})}
 	if err := d.Register(ctx); err != nil {

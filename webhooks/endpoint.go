@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/payments"
 )
 
@@ -20,6 +21,9 @@ import (
 type Endpoint struct {
 	URL   string
 	Label string
+	// legacy is the label before token-like host labels were hidden, when
+	// it differs (legacyLabel): a row registered under it is carried on.
+	legacy string
 }
 
 // ParseEndpoints checks a comma-separated WEBHOOK_URL value. Errors never
@@ -42,7 +46,7 @@ func ParseEndpoints(list string) ([]Endpoint, error) {
 		case u.Fragment != "":
 			return nil, fmt.Errorf("entry %d has a fragment", i+1)
 		}
-		e := Endpoint{URL: raw, Label: Label(u)}
+		e := Endpoint{URL: raw, Label: Label(u), legacy: legacyLabel(u)}
 		if slices.ContainsFunc(out, func(o Endpoint) bool { return o.Label == e.Label }) {
 			return nil, fmt.Errorf("entry %d repeats an earlier one", i+1)
 		}
@@ -51,12 +55,29 @@ func ParseEndpoints(list string) ([]Endpoint, error) {
 	return out, nil
 }
 
-// Label names u without what may be secret in it (user info, path, query):
-// scheme://host[:port] and a short hash of the whole URL, so that two
+// Label names u without what may be secret in it (user info, path, query,
+// host labels that look like tokens, as in https://<token>.m.pipedream.net):
+// scheme://host[:port], its token-like labels hidden as RPC URLs' are
+// (chain.RedactHost), and a short hash of the whole URL, so that two
 // endpoints on one host differ.
 func Label(u *url.URL) string {
+	return u.Scheme + "://" + chain.RedactHost(u.Host) + "#" + urlHash(u)
+}
+
+// legacyLabel is the label u had before token-like host labels were
+// hidden, the key of its row in a database registered then; "" when it is
+// u's label still.
+func legacyLabel(u *url.URL) string {
+	if l := u.Scheme + "://" + u.Host + "#" + urlHash(u); l != Label(u) {
+		return l
+	}
+	return ""
+}
+
+// urlHash is the first 8 hex digits of sha256(u).
+func urlHash(u *url.URL) string {
 	sum := sha256.Sum256([]byte(u.String()))
-	return u.Scheme + "://" + u.Host + "#" + hex.EncodeToString(sum[:4])
+	return hex.EncodeToString(sum[:4])
 }
 
 // ParseEvents checks a comma-separated WEBHOOK_EVENTS value.

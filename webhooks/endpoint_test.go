@@ -36,6 +36,7 @@ func TestParseEndpoints(t *testing.T) {
 		labels  []string
 	}{
 		{in: "https://hooks.example.com/t/SECRET", labels: []string{"https://hooks.example.com#"}},
+		{in: "https://eoSECRET52mz68hy.m.pipedream.net:8443/", labels: []string{"https://xxxxx.m.pipedream.net:8443#"}},
 		{in: "http://u:pw@127.0.0.1:9000/a?k=SECRET, https://h/b", labels: []string{"http://127.0.0.1:9000#", "https://h#"}},
 		{in: "https://h/a,https://h/b", labels: []string{"https://h#", "https://h#"}},
 		{in: "ftp://h/SECRET", err: "scheme"},

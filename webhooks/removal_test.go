@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/burnpoller/burnpoller/internal/pgtest"
+	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/webhooks"
 )
 
@@ -72,5 +73,57 @@ func TestADeletedEndpointRowLosesNoEvent(t *testing.T) {
 	var removed int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_endpoints_removed`).Scan(&removed); err != nil || removed != 0 {
 		t.Fatalf("%d rows in webhook_endpoints_removed (%v), want 0", removed, err)
+	}
+}
+
+// TestATokenHiddenInTheLabelLosesNoEvent: an endpoint whose host holds a
+// token was registered, by an earlier version, under a label showing it.
+// Registered under its new label, which hides the token, it starts where
+// delivery under the old one stood: the event delivered there is not sent
+// again, the one queued and the one not queued yet are, and so is every
+// later one. The old row is left to the removal procedure.
+func TestATokenHiddenInTheLabelLosesNoEvent(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewPool(t)
+	ctx := context.Background()
+	r := newReceiver(t, func(string, int) int { return http.StatusNoContent })
+	addr := r.listen("127.0.0.1:0")
+	const hostToken = "eofyfyh52mz68hy"
+	eps, err := webhooks.ParseEndpoints("http://" + hostToken + ".m.pipedream.net/hooks/" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, legacy := eps[0], webhooks.LegacyLabel(eps[0])
+	if strings.Contains(ep.Label, hostToken) || !strings.Contains(legacy, hostToken) {
+		t.Fatalf("label %q, legacy label %q: want the token in the legacy one alone", ep.Label, legacy)
+	}
+	// What the earlier version left: events[0] delivered, events[1]
+	// queued and not delivered, events[2] not queued yet.
+	events := addEvents(t, pool, 3)
+	if _, err := pool.Exec(ctx, `
+		WITH ep AS (INSERT INTO webhook_endpoints (endpoint, events, enqueued_seq) VALUES ($1, $2, $4))
+		INSERT INTO webhook_deliveries (endpoint, seq, event_id, delivered_at)
+		SELECT $1, e.seq, e.event_id, CASE WHEN e.seq = $3 THEN now() END
+		FROM payment_events e WHERE e.seq IN ($3, $4)`, legacy, payments.Kinds, events[0].Seq, events[1].Seq); err != nil {
+		t.Fatal(err)
+	}
+	startDispatcher(t, pool, webhooks.Config{Endpoints: eps}, func(d *webhooks.Dispatcher) { webhooks.DialAllTo(d, addr) })
+	var from int64
+	if err := pool.QueryRow(ctx, `SELECT enqueued_seq FROM webhook_endpoints WHERE endpoint = $1`, ep.Label).Scan(&from); err != nil {
+		t.Fatal(err)
+	}
+	if from != events[0].Seq {
+		t.Fatalf("registered from seq %d, want %d, where delivery under the legacy label stood", from, events[0].Seq)
+	}
+	later := addEvents(t, pool, 2)
+	for _, e := range append(events[1:], later...) {
+		waitUntil(t, "event "+e.EventID+" delivered", func() bool { return r.delivered(e.EventID) })
+	}
+	if n := r.triesOf(events[0].EventID); n != 0 {
+		t.Fatalf("the event delivered under the legacy label was sent %d times again", n)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE endpoint = $1`, legacy).Scan(&left); err != nil || left != 1 {
+		t.Fatalf("%d legacy rows (%v), want it left as it was", left, err)
 	}
 }

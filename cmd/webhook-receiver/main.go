@@ -1,8 +1,9 @@
 // Command webhook-receiver is a minimal burnpoller webhook endpoint, for the
 // demo and compose: it verifies each delivery's Burnpoller-Signature with
-// WEBHOOK_SECRET, answers 204 (401 on a bad signature, 400 on a bad body),
-// notes deliveries it has seen before by Burnpoller-Event-Id, and logs one
-// JSON line per delivery. It is also the reference for a receiver: verify
+// WEBHOOK_SECRET, answers 204 (401 on a bad signature, 400 on a bad body,
+// 413 on a body over 1 MiB), notes deliveries it has seen before by
+// Burnpoller-Event-Id, and logs one JSON line per delivery. It is also the
+// reference for a receiver: cap the body and the time to read it, verify
 // the raw body, deduplicate on the event id, credit only "confirmed".
 //
 //	WEBHOOK_SECRET=... webhook-receiver [--addr :9000]
@@ -42,7 +43,7 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	srv := &http.Server{Addr: *addr, Handler: newHandler(secret, log), ReadHeaderTimeout: 5 * time.Second}
+	srv := newServer(*addr, newHandler(secret, log), readTimeout)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -57,6 +58,28 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+const (
+	// maxBody is the largest delivery read; an event is about 700 bytes.
+	maxBody = 1 << 20
+	// readTimeout bounds reading a request, headers and body: a sender
+	// that stalls in the body is cut off, since the body is read before
+	// its signature can be checked.
+	readTimeout = 10 * time.Second
+)
+
+// newServer serves h on addr, reading each request within readTimeout.
+func newServer(addr string, h http.Handler, readTimeout time.Duration) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: min(5*time.Second, readTimeout),
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      2 * readTimeout,
+		IdleTimeout:       time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
 }
 
 // handler verifies and logs deliveries.
@@ -76,7 +99,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	// The body is capped before it is read: a longer one is refused
+	// unread, by its Content-Length or once it passes the cap.
+	if r.ContentLength > maxBody {
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
 	if err != nil {
 		http.Error(w, "reading the body", http.StatusBadRequest)
 		return

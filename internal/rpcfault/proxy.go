@@ -3,7 +3,8 @@
 // range limits with each provider's own error text, 429s with Retry-After,
 // 500s, hangs, a lagging view of the chain, logs left out, foreign or
 // malformed logs, corrupted block hashes, forged burns, replies hiding every
-// log, and history pruned below a block (EIP-4444).
+// log, history pruned below a block (EIP-4444), and replies of a hostile
+// node (huge error data, headers and error bodies).
 package rpcfault
 
 import (
@@ -17,7 +18,9 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,6 +115,11 @@ type Faults struct {
 	// or transaction up first); headers stay served, as a node with expired
 	// history still serves them.
 	PrunedBelow *uint64
+	// Hostile answers the next N requests as a hostile node would, in turn:
+	// a JSON-RPC error whose data is 7 MiB of [{},{},…] (within the reply
+	// cap), 9 MiB of short response headers (within net/http's default
+	// limit), and an HTTP 500 with a 4 MiB body.
+	Hostile int
 }
 
 // Stats counts what the proxy did.
@@ -134,6 +142,7 @@ type Stats struct {
 	CorruptedLogs  int
 	ForgedLogs     int         // burns invented for ForgeBurns
 	PrunedReplies  int         // requests answered 4444 for PrunedBelow
+	Hostile        int         // requests answered for Hostile
 	MalformedTxIDs []string    // tx hashes of the malformed logs injected
 	ForgedTxIDs    []string    // tx hashes of the forged burns injected
 	RefusedRanges  [][2]uint64 // eth_getLogs ranges refused for RangeLimit
@@ -252,6 +261,40 @@ type rpcError struct {
 }
 
 // httpFault is a fault that answers the whole HTTP request.
+// answerHostile answers the request body with hostile reply kind (Faults.Hostile).
+func answerHostile(w http.ResponseWriter, kind int, body []byte) {
+	switch kind {
+	case 0:
+		// The reply answers the (first) request's id.
+		var id json.RawMessage = []byte("null")
+		var first request
+		if b := bytes.TrimSpace(body); bytes.HasPrefix(b, []byte("[")) {
+			var reqs []request
+			if json.Unmarshal(b, &reqs) == nil && len(reqs) > 0 {
+				first = reqs[0]
+			}
+		} else {
+			_ = json.Unmarshal(b, &first)
+		}
+		if first.ID != nil {
+			id = first.ID
+		}
+		reply := `{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32000,"message":"hostile node","data":[` +
+			strings.Repeat("{},", 7<<20/3) + `{}]}}`
+		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+			reply = "[" + reply + "]"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, reply)
+	case 1:
+		w.Header()["X-Hostile"] = slices.Repeat([]string{"1"}, 9<<20/len("X-Hostile: 1\r\n"))
+		w.WriteHeader(http.StatusOK)
+	default:
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, strings.Repeat("x", 4<<20))
+	}
+}
+
 type httpFault struct {
 	status int
 	header map[string]string
@@ -267,10 +310,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.stats.Requests++
 	var (
-		hang  bool
-		fault *httpFault
+		hang    bool
+		fault   *httpFault
+		hostile = -1 // which of Hostile's replies
 	)
 	switch {
+	case p.faults.Hostile > 0:
+		p.faults.Hostile--
+		hostile = p.stats.Hostile % 3
+		p.stats.Hostile++
 	case p.faults.Hang > 0:
 		p.faults.Hang--
 		p.stats.Hung++
@@ -295,6 +343,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	if hang {
 		<-r.Context().Done()
+		return
+	}
+	if hostile >= 0 {
+		answerHostile(w, hostile, body)
 		return
 	}
 	if fault != nil {
