@@ -1,16 +1,16 @@
 package chain
 
 import (
-	"net"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
-	"unicode"
+
+	"github.com/burnpoller/burnpoller/internal/redact"
 )
 
 // redacted replaces every secret-bearing part of a URL.
-const redacted = "xxxxx"
+const redacted = redact.Redacted
 
 // plainSegment matches path segments that carry no credentials: short words
 // and version markers such as "v3", "rpc" or "mainnet".
@@ -24,7 +24,7 @@ func RedactURL(rawURL string) string {
 	if err != nil || u.Host == "" {
 		return "(unparseable URL)"
 	}
-	out := url.URL{Scheme: u.Scheme, Host: RedactHost(u.Host)}
+	out := url.URL{Scheme: u.Scheme, Host: redact.Host(u.Host)}
 	if u.User != nil {
 		out.User = url.User(redacted)
 	}
@@ -45,37 +45,6 @@ func RedactURL(rawURL string) string {
 		out.RawQuery = q.Encode()
 	}
 	return out.String()
-}
-
-// keyLike matches a host label that looks like an API key rather than a
-// name, once it mixes letters and digits: long, or not quite as long with
-// neither hyphen nor underscore (Pipedream's ids are 15 characters), where
-// names with digits are short or hyphenated (bsc-dataseed1, node42).
-var keyLike = regexp.MustCompile(`^(?:[A-Za-z0-9_-]{16,}|[A-Za-z0-9]{12,})$`)
-
-// RedactHost returns host, a name or an address with or without a port,
-// with every label that looks like an API key or a token replaced by
-// xxxxx, as RedactURL does: some providers and webhook services put the
-// secret in a subdomain.
-func RedactHost(host string) string {
-	name, port := host, ""
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		name, port = h, p
-	}
-	if net.ParseIP(strings.Trim(name, "[]")) != nil {
-		return host
-	}
-	labels := strings.Split(name, ".")
-	for i, l := range labels {
-		if keyLike.MatchString(l) && strings.ContainsAny(l, "0123456789") && strings.IndexFunc(l, unicode.IsLetter) >= 0 {
-			labels[i] = redacted
-		}
-	}
-	name = strings.Join(labels, ".")
-	if port != "" {
-		return net.JoinHostPort(name, port)
-	}
-	return name
 }
 
 // redactError hides rawURL inside err's text (net/http quotes request URLs in
@@ -108,7 +77,7 @@ func scrub(msg, rawURL, display string) string {
 			}
 		}
 		for _, l := range strings.Split(u.Hostname(), ".") {
-			if RedactHost(l) != l {
+			if redact.Host(l) != l {
 				secrets = append(secrets, l)
 			}
 		}

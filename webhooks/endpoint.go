@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/internal/redact"
 	"github.com/burnpoller/burnpoller/payments"
 )
 
@@ -58,10 +58,10 @@ func ParseEndpoints(list string) ([]Endpoint, error) {
 // Label names u without what may be secret in it (user info, path, query,
 // host labels that look like tokens, as in https://<token>.m.pipedream.net):
 // scheme://host[:port], its token-like labels hidden as RPC URLs' are
-// (chain.RedactHost), and a short hash of the whole URL, so that two
+// (redact.Host), and a short hash of the whole URL, so that two
 // endpoints on one host differ.
 func Label(u *url.URL) string {
-	return u.Scheme + "://" + chain.RedactHost(u.Host) + "#" + urlHash(u)
+	return u.Scheme + "://" + redact.Host(u.Host) + "#" + urlHash(u)
 }
 
 // legacyLabel is the label u had before token-like host labels were
