@@ -158,13 +158,15 @@
 //
 // # Schema, grants and poolers
 //
-// Run and RunAtLeastOnce need the schema of migration 19 or later, a
+// Run and RunAtLeastOnce need the schema of migration 20 or later, a
 // Follower that of migration 18; an older database, or one without the
 // schema, stops them with one line wrapping migrations.ErrPending: "database
-// schema is behind this binary; run `poller migrate` (...)". A consumer's
-// role needs SELECT on payment_events, burnpoller_schema_version and
-// consumer_names, and SELECT, INSERT and UPDATE on consumer_offsets; a
-// missing grant stops it.
+// schema is behind this binary; run `poller migrate` (...)". Run a consumer
+// under a role of its own, a member of db/roles.sql's burnpoller_consumer:
+// it reads the tables and writes only its own offsets. Each name belongs to
+// the role that created its offset row; row-level security hides it from
+// every other role, and a name another role registered stops the consumer
+// with ErrNotOwner. A missing grant stops it too.
 //
 // Through a transaction pooler (PgBouncer in transaction mode, say) the
 // pool must send no named prepared statements: pgx's default statement
