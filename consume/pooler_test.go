@@ -1,13 +1,11 @@
 package consume_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/burnpoller/burnpoller/consume"
 	"github.com/burnpoller/burnpoller/db/migrations"
+	testharness "github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/pgtopo"
 	"github.com/burnpoller/burnpoller/payments"
 )
@@ -61,7 +60,7 @@ func TestConsumersThroughATransactionPooler(t *testing.T) {
 		t.Cleanup(pool.Close)
 		return pool
 	}
-	var logs syncBuffer
+	var logs testharness.Buffer
 	logged := quick(consume.Logger(slog.New(slog.NewTextHandler(&logs, nil))))
 	atLeastOnce := func(pool *pgxpool.Pool, name string) func(context.Context) error {
 		return func(ctx context.Context) error {
@@ -115,22 +114,4 @@ func TestConsumersThroughATransactionPooler(t *testing.T) {
 	if n := strings.Count(logs.String(), "goes through a transaction pooler, where LISTEN hears nothing"); n != 2 {
 		t.Fatalf("%d warnings that LISTEN is not used through the pooler, want 2:\n%s", n, logs.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer for several goroutines' log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
