@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -24,42 +26,81 @@ import (
 // hand, a restore, a script) is ErrNoOffset, at every start, until its
 // offset is set again (Reset): starting it again from its start position
 // would hand over, and credit, every event again.
-func register(ctx context.Context, pool *pgxpool.Pool, name string, start int64) error {
-	var (
-		exists     bool
-		registered *time.Time
-		owner      string
-		mine       bool
-	)
-	// Row-level security (migration 20) shows a role only the offset rows
-	// of roles it is a member of; the names, with their owners, it sees
-	// whole.
-	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM consumer_offsets WHERE name = $1),
-		n.registered_at, coalesce(n.owner, ''), n.owner IS NULL OR burnpoller_is_member(n.owner)
-		FROM (SELECT 1) one LEFT JOIN consumer_names n ON n.name = $1`, name).Scan(&exists, &registered, &owner, &mine); err != nil {
-		return fmt.Errorf("reading the offset: %w", interpret(err))
+func register(ctx context.Context, pool *pgxpool.Pool, name string, start int64, owner string) error {
+	exists, registered, err := nameOf(ctx, pool, name)
+	if err != nil {
+		return err
 	}
 	switch {
 	case exists:
 		return nil
-	case registered != nil && !mine:
-		return fmt.Errorf("%w: the name was registered by role %q, of which this role is not a member; a consumer reads and moves only its own role's offsets (see docs/consuming.md)",
-			ErrNotOwner, owner)
 	case registered != nil:
 		return fmt.Errorf("%w: the name was registered on %s and its offset row has been deleted since; refusing to start again from its start position, which would hand over every event again: set the offset to the last event the service applied with consume.Reset (see the consume package doc, \"Offsets\")",
-			ErrNoOffset, registered.UTC().Format(time.RFC3339))
+			ErrNoOffset, registered.at.UTC().Format(time.RFC3339))
 	}
 	pos, err := positionAt(ctx, pool, start)
 	if err != nil {
 		return fmt.Errorf("registering: %w", err)
 	}
 	// Two consumers registering at once: the first row stands. The row's
-	// trigger records the name in consumer_names.
-	if _, err := pool.Exec(ctx, `INSERT INTO consumer_offsets (name, last_seq, event_id, history_hash) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (name) DO NOTHING`, name, pos.Seq, nullable(pos.EventID), history(pos)); err != nil {
-		return fmt.Errorf("registering: %w", interpret(err))
+	// trigger records the name in consumer_names, with its owner: the
+	// connecting role unless Owner names another.
+	if _, err := pool.Exec(ctx, `INSERT INTO consumer_offsets (name, last_seq, event_id, history_hash, owner)
+		VALUES ($1, $2, $3, $4, coalesce($5, current_user))
+		ON CONFLICT (name) DO NOTHING`, name, pos.Seq, nullable(pos.EventID), history(pos), nullable(owner)); err != nil {
+		return fmt.Errorf("registering: %w", notOwner(interpret(err), name, owner))
 	}
 	return nil
+}
+
+// registration is a name's row in consumer_names.
+type registration struct {
+	at    time.Time
+	owner string // "" for none
+}
+
+// nameOf says whether name has an offset row this role sees, and how it
+// was registered (nil: never). A name registered for a role this role is
+// not a member of is ErrNotOwner. Row-level security (migration 20) shows
+// a role only the offset rows of roles it is a member of; the names, with
+// their owners, it sees whole.
+func nameOf(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, name string) (exists bool, registered *registration, err error) {
+	var (
+		at    *time.Time
+		owner string
+		mine  bool
+	)
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM consumer_offsets WHERE name = $1),
+		n.registered_at, coalesce(n.owner, ''), n.owner IS NULL OR burnpoller_is_member(n.owner)
+		FROM (SELECT 1) one LEFT JOIN consumer_names n ON n.name = $1`, name).Scan(&exists, &at, &owner, &mine); err != nil {
+		return false, nil, fmt.Errorf("reading the offset: %w", interpret(err))
+	}
+	if at == nil {
+		return exists, nil, nil
+	}
+	if !mine {
+		return false, nil, fmt.Errorf("%w: consumer name %q was registered for role %q, of which this role is not a member; a consumer reads and moves only its own role's offsets (see docs/consuming.md)",
+			ErrNotOwner, name, owner)
+	}
+	return exists, &registration{at: *at, owner: owner}, nil
+}
+
+// notOwner turns a row-level security refusal (42501) of a write of name's
+// offset into ErrNotOwner.
+func notOwner(err error, name, owner string) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" || !strings.Contains(pgErr.Message, "row-level security") {
+		return err
+	}
+	if owner == "" {
+		owner = "this role"
+	} else {
+		owner = fmt.Sprintf("role %q", owner)
+	}
+	return fmt.Errorf("%w: consumer name %q may not be written for %s (it is another role's, or this role is not a member of the owner it names): %w",
+		ErrNotOwner, name, owner, err)
 }
 
 // offsetColumns are an offset row's position, as scanPosition reads them.
@@ -190,11 +231,21 @@ func Reset(ctx context.Context, pool *pgxpool.Pool, name string, seq int64) erro
 		if err != nil {
 			return fmt.Errorf("resetting consumer %q: %w", name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO consumer_offsets (name, last_seq, event_id, history_hash) VALUES ($1, $2, $3, $4)
+		// A row made again keeps the owner the name was registered for.
+		_, registered, err := nameOf(ctx, tx, name)
+		if err != nil {
+			return fmt.Errorf("resetting consumer %q: %w", name, err)
+		}
+		owner := ""
+		if registered != nil {
+			owner = registered.owner
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO consumer_offsets (name, last_seq, event_id, history_hash, owner)
+			VALUES ($1, $2, $3, $4, coalesce($5, current_user))
 			ON CONFLICT (name) DO UPDATE SET last_seq = excluded.last_seq, event_id = excluded.event_id,
 			    history_hash = excluded.history_hash, lease_owner = NULL, lease_until = NULL, updated_at = now()`,
-			name, pos.Seq, nullable(pos.EventID), history(pos)); err != nil {
-			return fmt.Errorf("resetting consumer %q: %w", name, interpret(err))
+			name, pos.Seq, nullable(pos.EventID), history(pos), nullable(owner)); err != nil {
+			return fmt.Errorf("resetting consumer %q: %w", name, notOwner(interpret(err), name, owner))
 		}
 		return nil
 	})

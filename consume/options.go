@@ -38,6 +38,7 @@ type config struct {
 	poll         time.Duration
 	listen       *pgxpool.Pool
 	noListen     bool
+	owner        string // "" for the connecting role
 	filter       filter
 	start        int64 // -1: the last event at registration
 	log          *slog.Logger
@@ -104,6 +105,21 @@ func ListenOn(pool *pgxpool.Pool) Option {
 // NoListen makes the consumer find new events by polling only, every
 // PollInterval.
 func NoListen() Option { return func(c *config) { c.noListen = true } }
+
+// Owner registers a name the consumer creates for role instead of the
+// role it connects as: a group role its login roles are members of, so
+// that a service whose login roles rotate (a new one per credential lease)
+// keeps its names. Row-level security (migration 20) lets only members of
+// a name's owner see and move its offset; the connecting role must be a
+// member of role.
+func Owner(role string) Option {
+	return func(c *config) {
+		if role == "" {
+			c.errs = append(c.errs, errors.New("Owner: empty role name"))
+		}
+		c.owner = role
+	}
+}
 
 // Kinds hands over only events of these kinds (payments.KindSeen,
 // KindRetracted, KindConfirmed); the offset moves past the others.

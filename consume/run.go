@@ -144,7 +144,7 @@ func (c *consumer) prepare(ctx context.Context) (listen bool, err error) {
 	if listen, err = checkPool(qctx, c.pool, c.cfg); err != nil {
 		return false, err
 	}
-	return listen, register(qctx, c.pool, c.name, c.cfg.start)
+	return listen, register(qctx, c.pool, c.name, c.cfg.start, c.cfg.owner)
 }
 
 // batch is one transaction of Run: read the offset and the window after

@@ -15,10 +15,15 @@
 -- own and make it a member:
 --
 --   CREATE ROLE billing LOGIN PASSWORD '...' IN ROLE burnpoller_consumer;
+--
+-- (a service whose login roles rotate gets a group role instead, its
+-- login roles members of it, and names it with consume.Owner).
 
 CREATE ROLE burnpoller_migrate LOGIN PASSWORD :migrate_password;
 CREATE ROLE burnpoller_runtime LOGIN PASSWORD :runtime_password;
 CREATE ROLE burnpoller_consumer NOLOGIN;
+-- Migrations find the consumer role by this comment, whatever its name.
+COMMENT ON ROLE burnpoller_consumer IS 'burnpoller consumer role';
 
 GRANT CONNECT, TEMPORARY ON DATABASE :"db" TO burnpoller_migrate;
 GRANT CONNECT ON DATABASE :"db" TO burnpoller_runtime, burnpoller_consumer;
@@ -77,8 +82,9 @@ BEGIN
     -- Of the ledger the writers update only what the code updates: a
     -- payment's orphaned_at (a cursor reset), nothing of rejected_logs.
     -- The consumers' tables are not theirs at all; a consumer writes its
-    -- own offsets' position and lease, never their owner, and deletes
-    -- nothing (migration 20 does the same when it runs after this file).
+    -- own offsets' position and lease, their owner only when it inserts
+    -- one (a role it is a member of), and deletes nothing (migration 20
+    -- does the same when it runs after this file).
     IF to_regclass('public.consumer_names') IS NOT NULL
        AND EXISTS (SELECT 1 FROM information_schema.columns
                    WHERE table_schema = 'public' AND table_name = 'consumer_offsets' AND column_name = 'owner') THEN
@@ -86,7 +92,7 @@ BEGIN
         GRANT UPDATE (orphaned_at) ON public.payments TO burnpoller_runtime;
         REVOKE ALL ON public.consumer_offsets, public.consumer_names FROM burnpoller_runtime;
         REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON public.consumer_offsets, public.consumer_names FROM burnpoller_consumer;
-        GRANT SELECT, INSERT (name, last_seq, event_id, history_hash),
+        GRANT SELECT, INSERT (name, last_seq, event_id, history_hash, owner),
               UPDATE (last_seq, event_id, history_hash, lease_owner, lease_until, updated_at)
             ON public.consumer_offsets TO burnpoller_consumer;
     END IF;

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/consume"
+	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/internal/rpcfault"
 	"github.com/burnpoller/burnpoller/payments"
@@ -331,8 +332,28 @@ func TestConsumerRolesAreConfinedToTheirNames(t *testing.T) {
 	if tag, err := reportingPool.Exec(ctx, `UPDATE consumer_offsets SET last_seq = 0, event_id = NULL WHERE name = 'billing'`); err != nil || tag.RowsAffected() != 0 {
 		t.Fatalf("reporting moved billing's offset: %v, %v", tag, err)
 	}
-	if err := consume.Reset(ctx, reportingPool, "billing", 0); err == nil {
-		t.Fatal("reporting reset billing's offset")
+	if err := consume.Reset(ctx, reportingPool, "billing", 0); !errors.Is(err, consume.ErrNotOwner) {
+		t.Fatalf("reporting resetting billing's offset = %v, want ErrNotOwner", err)
+	}
+	// Nor through a look-alike of the catalog: a temporary view named
+	// pg_roles, first in its search path, must not make it billing.
+	if _, err := admin.Exec(ctx, fmt.Sprintf(`GRANT TEMPORARY ON DATABASE %q TO %s`, db, reporting)); err != nil {
+		t.Fatal(err)
+	}
+	spoof, err := pgx.Connect(ctx, asRole(t, dbURL, reporting, "pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spoof.Close(ctx)
+	if _, err := spoof.Exec(ctx, fmt.Sprintf(`CREATE TEMP VIEW pg_roles AS SELECT '%s'::name AS rolname, oid FROM pg_catalog.pg_roles WHERE rolname = current_user;
+		CREATE TEMP TABLE consumer_names (name text PRIMARY KEY, registered_at timestamptz, owner text)`, billing)); err != nil {
+		t.Fatal(err)
+	}
+	if tag, err := spoof.Exec(ctx, `UPDATE public.consumer_offsets SET last_seq = 0, event_id = NULL WHERE name = 'billing'`); err != nil || tag.RowsAffected() != 0 {
+		t.Fatalf("reporting moved billing's offset through a temporary pg_roles: %v, %v", tag, err)
+	}
+	if _, err := spoof.Exec(ctx, `INSERT INTO public.consumer_offsets (name, last_seq) VALUES ('squatted', 0)`); err != nil {
+		t.Fatal(err)
 	}
 	if err := consumeAll(reportingPool, "billing"); !errors.Is(err, consume.ErrNotOwner) || !strings.Contains(err.Error(), billing) {
 		t.Fatalf("reporting running billing's consumer = %v, want ErrNotOwner naming %s", err, billing)
@@ -365,7 +386,140 @@ func TestConsumerRolesAreConfinedToTheirNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"billing 3 " + billing, "reporting 3 " + reporting}; !slices.Equal(got, want) {
+	if want := []string{"billing 3 " + billing, "reporting 3 " + reporting, "squatted 0 " + reporting}; !slices.Equal(got, want) {
 		t.Fatalf("offsets %v, want %v", got, want)
+	}
+	// The name reporting inserted beside a temporary consumer_names is
+	// registered in the real one, for reporting.
+	var registeredFor string
+	if err := admin.QueryRow(ctx, `SELECT owner FROM public.consumer_names WHERE name = 'squatted'`).Scan(&registeredFor); err != nil || registeredFor != reporting {
+		t.Fatalf("squatted registered for %q (%v), want %s", registeredFor, err, reporting)
+	}
+
+	// A service whose login roles rotate names a group role its logins
+	// are members of: the next login carries on the same name.
+	group, first, second := "grp_"+randomSuffix(), "lg1_"+randomSuffix(), "lg2_"+randomSuffix()
+	for _, sql := range []string{
+		fmt.Sprintf(`CREATE ROLE %s NOLOGIN IN ROLE %s`, group, r.consumer),
+		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'pw' IN ROLE %s`, first, group),
+		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'pw' IN ROLE %s`, second, group),
+	} {
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), pgtest.ServerURL(t).String())
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), fmt.Sprintf(`DROP ROLE IF EXISTS %s; DROP ROLE IF EXISTS %s; DROP ROLE IF EXISTS %s`, first, second, group))
+	})
+	if err := consumeOwned(ctx, openPool(t, asRole(t, dbURL, first, "pw")), "payouts", group); err != nil {
+		t.Fatalf("the first login's consumer: %v", err)
+	}
+	if err := consume.Reset(ctx, openPool(t, asRole(t, dbURL, second, "pw")), "payouts", 1); err != nil {
+		t.Fatalf("the next login resetting the group's name: %v", err)
+	}
+	if err := consumeOwned(ctx, openPool(t, asRole(t, dbURL, second, "pw")), "payouts", group); err != nil {
+		t.Fatalf("the next login's consumer: %v", err)
+	}
+	if err := admin.QueryRow(ctx, `SELECT owner FROM consumer_offsets WHERE name = 'payouts' AND last_seq = 3`).Scan(&registeredFor); err != nil || registeredFor != group {
+		t.Fatalf("payouts owned by %q at seq 3 (%v), want %s", registeredFor, err, group)
+	}
+}
+
+// consumeOwned runs consume.Run for name, owned by owner, until it has
+// handled every event.
+func consumeOwned(ctx context.Context, pool *pgxpool.Pool, name, owner string) error {
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	return consume.Run(cctx, pool, name, func(context.Context, pgx.Tx, payments.Event) error { return nil },
+		consume.PollInterval(50*time.Millisecond), consume.NoListen(), consume.Owner(owner),
+		consume.OnProgress(func(p consume.Progress) {
+			if p.Lag() == 0 {
+				stop()
+			}
+		}))
+}
+
+// TestConsumersKeepTheirOffsetsThroughTheUpgrade: a service consumed
+// events under a role of its own with the grants the documentation gave
+// before migration 20 (SELECT, INSERT and UPDATE on consumer_offsets).
+// Migrated to this release, its offset row, which has no owner, is still
+// its to read and move, the consumer goes on from it, and Reset works;
+// a read-only role (a reporting role that may read every table, or
+// pg_read_all_data) is not given writes by the migration.
+func TestConsumersKeepTheirOffsetsThroughTheUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dbURL := pgtest.NewDatabase(t)
+	u, _ := url.Parse(dbURL)
+	db := strings.TrimPrefix(u.Path, "/")
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := migrations.MigrateTo(ctx, conn, 16); err != nil {
+		t.Fatal(err)
+	}
+	svc, reader := "old_"+randomSuffix(), "ro_"+randomSuffix()
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), pgtest.ServerURL(t).String())
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE); DROP ROLE IF EXISTS %s; DROP ROLE IF EXISTS %s`, db, svc, reader))
+	})
+	for _, sql := range []string{
+		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'pw'`, svc),
+		fmt.Sprintf(`GRANT SELECT ON payment_events, burnpoller_schema_version TO %s`, svc),
+		fmt.Sprintf(`GRANT SELECT, INSERT, UPDATE ON consumer_offsets TO %s`, svc),
+		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'pw' IN ROLE pg_read_all_data`, reader),
+		`INSERT INTO consumer_offsets (name, last_seq) VALUES ('billing', 0)`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if _, err := migrations.Migrate(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	store := payments.NewStore(openPool(t, dbURL))
+	tx, err := store.Begin(ctx, payments.Limits{LockWait: time.Second, TxTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := tx.AppendEvents(ctx, []payments.Event{payments.EventFor(payments.KindSeen, payments.Payment{ChainID: 1337,
+			Contract: "0x" + strings.Repeat("ab", 20), TxHash: fmt.Sprintf("0x%064x", i+1), BlockNumber: 9,
+			BlockHash: "0x" + strings.Repeat("cd", 32), Payer: "0x" + strings.Repeat("12", 20),
+			Digest: "0x" + strings.Repeat("34", 32), Amount: big.NewInt(1), BurnedAt: time.Unix(1_700_000_000, 0)}, 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pool := openPool(t, asRole(t, dbURL, svc, "pw"))
+	if err := consumeOwned(ctx, pool, "billing", svc); err != nil {
+		t.Fatalf("the service's consumer after the upgrade: %v", err)
+	}
+	if err := consume.Reset(ctx, pool, "billing", 1); err != nil {
+		t.Fatalf("Reset after the upgrade: %v", err)
+	}
+	var owner *string
+	var seq int64
+	if err := conn.QueryRow(ctx, `SELECT last_seq, owner FROM consumer_offsets WHERE name = 'billing'`).Scan(&seq, &owner); err != nil || seq != 1 || owner != nil {
+		t.Fatalf("billing at %d owned by %v (%v), want 1 and no owner", seq, owner, err)
+	}
+	ro := openPool(t, asRole(t, dbURL, reader, "pw"))
+	var pgErr *pgconn.PgError
+	if _, err := ro.Exec(ctx, `INSERT INTO consumer_offsets (name, last_seq) VALUES ('payouts', 0)`); !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Fatalf("a read-only role inserting an offset = %v, want permission denied", err)
 	}
 }

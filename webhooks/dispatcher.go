@@ -470,8 +470,9 @@ func (d *Dispatcher) attempt(ctx, actx context.Context, e Endpoint, c claimed, e
 	// the endpoint gave must not be asked for again. It is recorded only
 	// if the delivery is still this attempt's (attempts unchanged): a
 	// re-arm by poller webhooks retry, or another replica's attempt after
-	// the lease ran out, is newer.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// the lease ran out, is newer. Within the lease: an outcome recorded
+	// after it may meet another replica's attempt already under way.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Lease)
 	defer cancel()
 	var err error
 	result := ResultDelivered

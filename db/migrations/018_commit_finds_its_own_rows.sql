@@ -1,3 +1,4 @@
+---- tern: disable-tx ----
 -- Two changes to the COMMIT-time numbering of events (migration 10).
 --
 -- 1. A commit finds its own staged rows by its own transaction id. The
@@ -24,19 +25,27 @@
 --    and some of the same ones, at the lost seqs): a follower checks one row
 --    and knows whether any event it handed over has moved.
 --
--- The tables are unlogged and always empty to other sessions; their rewrite
--- for the column default takes a lock for a moment, at most 10 s, or the
--- migration fails and is run again. history_hash is nullable with no
--- default: adding it changes only the catalog.
+-- Built for a live ledger, statement by statement, each able to run again
+-- after a failure half-way. The staged tables are unlogged and always empty
+-- to other sessions: their rewrite for the column default takes their lock
+-- for a moment, waiting at most 10 s for it (else the migration fails and is
+-- run again). history_hash is added with no default, which changes only the
+-- catalog, and its check NOT VALID, then validated under a lock that lets
+-- writers and readers go on. The new numbering replaces the old one last:
+-- a writer that staged before it commits after it, its rows already
+-- carrying xact.
 
-SET LOCAL lock_timeout = '10s';
-
-ALTER TABLE payment_events_staged ADD COLUMN xact xid8 NOT NULL DEFAULT pg_current_xact_id();
-CREATE INDEX payment_events_staged_xact_idx ON payment_events_staged (xact);
-ALTER TABLE ledger_commits ADD COLUMN xact xid8 NOT NULL DEFAULT pg_current_xact_id();
-CREATE INDEX ledger_commits_xact_idx ON ledger_commits (xact);
-
-ALTER TABLE payment_events ADD COLUMN history_hash bytea CHECK (octet_length(history_hash) = 32);
+SET lock_timeout = '10s';
+ALTER TABLE payment_events_staged ADD COLUMN IF NOT EXISTS xact xid8 NOT NULL DEFAULT pg_current_xact_id();
+CREATE INDEX IF NOT EXISTS payment_events_staged_xact_idx ON payment_events_staged (xact);
+ALTER TABLE ledger_commits ADD COLUMN IF NOT EXISTS xact xid8 NOT NULL DEFAULT pg_current_xact_id();
+CREATE INDEX IF NOT EXISTS ledger_commits_xact_idx ON ledger_commits (xact);
+ALTER TABLE payment_events ADD COLUMN IF NOT EXISTS history_hash bytea;
+ALTER TABLE payment_events
+    DROP CONSTRAINT IF EXISTS payment_events_history_hash_check,
+    ADD CONSTRAINT payment_events_history_hash_check CHECK (octet_length(history_hash) = 32) NOT VALID;
+RESET lock_timeout;
+ALTER TABLE payment_events VALIDATE CONSTRAINT payment_events_history_hash_check;
 
 COMMENT ON COLUMN payment_events.history_hash IS 'sha256 of the history_hash before this event''s commit (none: empty) and the event_ids it numbered, each with a newline: equal where a reader saw it means the same events below.';
 
@@ -45,7 +54,7 @@ COMMENT ON COLUMN payment_events.history_hash IS 'sha256 of the history_hash bef
 -- history_hash of the commit, and returns how many it moved. Every staged
 -- id must be new: a recorded or repeated one fails on the unique index on
 -- event_id.
-CREATE FUNCTION burnpoller_move_staged(me xid8, last bigint, prior bytea) RETURNS bigint
+CREATE OR REPLACE FUNCTION burnpoller_move_staged(me xid8, last bigint, prior bytea) RETURNS bigint
 LANGUAGE sql
 SET enable_seqscan = off
 AS $$

@@ -13,8 +13,7 @@
 -- consumer_offsets.history_hash: the history_hash (migration 18) of the
 -- event at last_seq when the offset was stored, checked with the event_id
 -- before each batch: an offset whose event is still at its seq but whose
--- events below it were numbered again is told apart too. Nullable with no
--- default: adding it changes only the catalog.
+-- events below it were numbered again is told apart too.
 
 SET LOCAL lock_timeout = '10s';
 
@@ -28,15 +27,20 @@ COMMENT ON TABLE consumer_names IS 'Every consumer name that ever had an offset:
 INSERT INTO consumer_names (name, registered_at) SELECT name, updated_at FROM consumer_offsets;
 
 -- Runs as the schema's owner, so that a consumer needs no right on
--- consumer_names beyond reading it.
+-- consumer_names beyond reading it; its search_path is this schema, then
+-- pg_temp (last: a caller's temporary table must not stand in for ours).
 CREATE FUNCTION burnpoller_consumer_name_registered() RETURNS trigger
 LANGUAGE plpgsql
 SECURITY DEFINER
-SET search_path FROM CURRENT
 AS $$
 BEGIN
     INSERT INTO consumer_names (name) VALUES (NEW.name) ON CONFLICT (name) DO NOTHING;
     RETURN NULL;
+END $$;
+
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION burnpoller_consumer_name_registered() SET search_path = %I, pg_temp', current_schema());
 END $$;
 
 REVOKE ALL ON FUNCTION burnpoller_consumer_name_registered() FROM PUBLIC;
@@ -45,6 +49,7 @@ CREATE TRIGGER consumer_offsets_name_registered
     AFTER INSERT ON consumer_offsets
     FOR EACH ROW EXECUTE FUNCTION burnpoller_consumer_name_registered();
 
+-- The check reads the table under its lock: one row per consumer.
 ALTER TABLE consumer_offsets ADD COLUMN history_hash bytea CHECK (octet_length(history_hash) = 32);
 
 -- Every role that may register a consumer may read the names.
