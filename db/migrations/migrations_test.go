@@ -288,6 +288,44 @@ func TestContractKeyMigrationOnAPopulatedLedger(t *testing.T) {
 	}
 }
 
+// TestHistoryMigrationRunsAgain: migration 18 runs statement by statement
+// on a live ledger; a run that stopped after its statements but before
+// recording the version runs them all again, and the events committed in
+// between and after are numbered with their history.
+func TestHistoryMigrationRunsAgain(t *testing.T) {
+	t.Parallel()
+	ctx, conn := emptyDatabase(t)
+	if _, err := migrations.MigrateTo(ctx, conn, 18); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "UPDATE "+migrations.VersionTable+" SET version = 17"); err != nil {
+		t.Fatal(err)
+	}
+	if from, err := migrations.MigrateTo(ctx, conn, 18); err != nil || from != 17 {
+		t.Fatalf("Migrate again = %d, %v", from, err)
+	}
+	var valid bool
+	if err := conn.QueryRow(ctx, `SELECT convalidated FROM pg_constraint WHERE conname = 'payment_events_history_hash_check'`).Scan(&valid); err != nil || !valid {
+		t.Fatalf("history_hash's check validated = %v, %v", valid, err)
+	}
+	indexes := texts(ctx, t, conn, `SELECT indexname FROM pg_indexes WHERE indexname LIKE '%xact%' ORDER BY 1`)
+	if !slices.Equal(indexes, []string{"ledger_commits_xact_idx", "payment_events_staged_xact_idx"}) {
+		t.Fatalf("xact indexes %v", indexes)
+	}
+	if _, err := conn.Exec(ctx, `BEGIN;
+		INSERT INTO ledger_commits (events) VALUES (true);
+		INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at)
+		VALUES (1, 'e1', 'seen', 1, 'c', 't', 0, 1, 'h', 'p', 'd', 1, now());
+		COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	var history string
+	if err := conn.QueryRow(ctx, `SELECT encode(history_hash, 'hex') FROM payment_events WHERE seq = 1`).Scan(&history); err != nil ||
+		history != "e49cae41a83f04a326ed0b6516adbd9ce3b2dac53c639ff9dfafb15d582f143e" {
+		t.Fatalf("the first event's history %s (%v), want sha256 of \"e1\\n\"", history, err)
+	}
+}
+
 // emptyDatabase connects to a new, unmigrated database, closed when t ends.
 func emptyDatabase(t *testing.T) (context.Context, *pgx.Conn) {
 	t.Helper()
