@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
@@ -235,5 +236,42 @@ func TestEventsFollowGoesOnAfterATailLoss(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "no longer holds events this command printed") || !strings.Contains(logs.String(), `"going_on_after_seq":2`) {
 		t.Fatalf("no warning naming where it went on from:\n%s", logs.String())
+	}
+}
+
+// TestEventsFollowStopsWhenItCannotTellWhereTheLogChanged: the follower
+// started after seq 2 and printed 3 and 4; a failover lost 2 to 4 and the
+// new primary numbered other events there. None of the events it printed
+// is held as printed, and what was lost below them it never saw: it stops
+// with one error saying to start again with --since, rather than guess
+// where to go on (it went on after seq 1 before, by the table's word).
+func TestEventsFollowStopsWhenItCannotTellWhereTheLogChanged(t *testing.T) {
+	pool, _ := pgtest.NewPool(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recordEvents(t, pool, 4)
+	start, err := consume.PositionAt(ctx, pool, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, logs := &lockedBuffer{}, &lockedBuffer{}
+	p := &eventPrinter{store: payments.NewStore(pool), pool: pool, w: out, asJSON: true, now: time.Now}
+	done := make(chan error, 1)
+	go func() { done <- p.follow(ctx, start, pool, slog.New(slog.NewJSONHandler(logs, nil))) }()
+	testharness.Wait(t, time.Minute, "seqs 3 and 4 printed", func() bool { return len(seqsPrinted(t, out.String())) >= 2 })
+	if _, err := pool.Exec(ctx, `DELETE FROM payment_events WHERE seq > 1; UPDATE payment_event_seq SET last_seq = 1`); err != nil {
+		t.Fatal(err)
+	}
+	recordEvents(t, pool, 4)
+	select {
+	case err := <-done:
+		if !errors.Is(err, consume.ErrBeyondHanded) || !strings.Contains(err.Error(), "--since") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("follow = %v, want one line wrapping ErrBeyondHanded that names --since", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("follow went on without knowing where the log changed")
+	}
+	if got := seqsPrinted(t, out.String()); fmt.Sprint(got) != "[3 4]" {
+		t.Fatalf("printed %v, want only 3 and 4", got)
 	}
 }
