@@ -342,6 +342,21 @@ type Inserted struct {
 	Payment
 }
 
+// ErrRecorded means InsertNewPayments met a payment already recorded: the
+// statement failed and wrote nothing (the transaction is aborted).
+var ErrRecorded = errors.New("a payment taken for new is recorded already")
+
+// InsertNewPayments is InsertPayments for payments the caller knows are
+// not recorded (it read the ledger's rows of their blocks and transactions
+// under the writers' lock): one plain insert, without the check for a
+// recorded key before each row that ON CONFLICT costs (about a sixth of
+// the statement). The unique key still guards the ledger: a payment
+// recorded after all fails the statement with ErrRecorded, and nothing is
+// written.
+func (t *Tx) InsertNewPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
+	return t.insertPayments(ctx, ps, "")
+}
+
 // InsertPayments inserts ps in one statement, skipping any whose
 // (chain_id, contract, tx_hash, log_index) is already recorded (and not
 // orphaned),
@@ -351,6 +366,12 @@ type Inserted struct {
 // returns the ones it inserted, with their ids, in id order. It is the only
 // way a payment enters the ledger, so no payment goes without its event.
 func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
+	return t.insertPayments(ctx, ps, "ON CONFLICT (chain_id, contract, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING")
+}
+
+// insertPayments inserts ps with the conflict clause onConflict ("" for
+// none: a recorded key fails the statement with ErrRecorded).
+func (t *Tx) insertPayments(ctx context.Context, ps []Payment, onConflict string) ([]Inserted, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -377,7 +398,7 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 			            $7::text[], $8::text[], $9::text[], $10::timestamptz[])
 			     AS p(chain_id, contract, tx_hash, log_index, block_number, block_hash,
 			          payer, digest, amount, burned_at)
-			ON CONFLICT (chain_id, contract, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING
+			`+onConflict+`
 			RETURNING id, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at
 		), ev AS (
 			INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
@@ -408,6 +429,10 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 		inserted = append(inserted, Inserted{ID: id, Payment: ps[byKey[key]]})
 	}
 	if err := rows.Err(); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "payments_live_key" {
+			return nil, fmt.Errorf("inserting %d payments: %w: %w", len(ps), ErrRecorded, err)
+		}
 		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
 	}
 	if len(inserted) > 0 {

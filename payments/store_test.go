@@ -3,6 +3,7 @@ package payments_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/big"
 	"slices"
 	"strings"
@@ -137,6 +138,41 @@ func TestInsertIsIdempotentAndCounted(t *testing.T) {
 	}
 	if cur.Block != 20 || cur.Hash != "0x"+strings.Repeat("ef", 32) {
 		t.Fatalf("cursor = %d %s, want 20", cur.Block, cur.Hash)
+	}
+}
+
+// TestInsertNewPaymentsRefusesARecordedOne: the plain insert of payments a
+// writer found new writes them with their confirmed events; given one
+// recorded already it fails with ErrRecorded and writes nothing, the
+// unique key guarding the ledger as ON CONFLICT did.
+func TestInsertNewPaymentsRefusesARecordedOne(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	first := []payments.Payment{payment(1, 0, big.NewInt(5)), payment(2, 0, big.NewInt(6))}
+	if err := inTx(s, func(ctx context.Context, tx *payments.Tx) error {
+		ins, err := tx.InsertNewPayments(ctx, first)
+		if err == nil && len(ins) != 2 {
+			err = fmt.Errorf("%d inserted, want 2", len(ins))
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := inTx(s, func(ctx context.Context, tx *payments.Tx) error {
+		_, err := tx.InsertNewPayments(ctx, []payments.Payment{payment(3, 0, big.NewInt(7)), first[1]})
+		return err
+	})
+	if !errors.Is(err, payments.ErrRecorded) {
+		t.Fatalf("InsertNewPayments with a recorded payment = %v, want ErrRecorded", err)
+	}
+	got := ledger(t, pool)
+	if len(got) != 2 || got[0].Amount != "5" || got[1].Amount != "6" {
+		t.Fatalf("ledger %v, want the first two only", got)
+	}
+	evs, err := s.Events(ctx, 0, 10)
+	if err != nil || len(evs) != 2 || evs[0].Kind != payments.KindConfirmed {
+		t.Fatalf("events %v, %v; want the first two's confirmed", evs, err)
 	}
 }
 

@@ -96,6 +96,9 @@ type Writer struct {
 	// check (see FetchHashes).
 	hashesMu sync.Mutex
 	hashes   map[int64]string
+	// careful makes the next insert check each row for a recorded key (see
+	// RangeTx.insert).
+	careful atomic.Bool
 }
 
 // NewWriter returns the writer of a group. metrics may be nil.
@@ -483,7 +486,8 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range, contracts []string)
 	if err := t.lockWriters(ctx); err != nil {
 		return recorded{}, err
 	}
-	if err := t.checkLedger(ctx, r, ps, contracts); err != nil {
+	known, err := t.checkLedger(ctx, r, ps, contracts)
+	if err != nil {
 		return recorded{}, err
 	}
 	// The burns seen at the head that these blocks settle leave
@@ -512,7 +516,7 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range, contracts []string)
 	if err := t.flushEvents(ctx); err != nil {
 		return recorded{}, err
 	}
-	ins, err := t.tx.InsertPayments(ctx, ps)
+	ins, err := t.insert(ctx, ps, known)
 	if err != nil {
 		return recorded{}, err
 	}
@@ -524,6 +528,33 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range, contracts []string)
 	t.note.Add(ins)
 	t.countEvents(payments.KindConfirmed, len(ins)) // recorded with the payments
 	return recorded{logs: len(r.Burns), rejected: len(r.Rejected), inserted: int64(len(ins)), duplicates: int64(len(ps) - len(ins))}, nil
+}
+
+// insert records the payments of ps the ledger does not hold yet (known
+// are those it holds, as checkLedger found them under the writers' lock):
+// in one plain insert, without ON CONFLICT's check before each row. A
+// payment recorded after all fails the transaction, which is retried with
+// the check (a defect in what the writer read, logged once), never
+// recording a burn twice.
+func (t *RangeTx) insert(ctx context.Context, ps []payments.Payment, known map[payments.Key]bool) ([]payments.Inserted, error) {
+	if t.w.careful.Swap(false) {
+		return t.tx.InsertPayments(ctx, ps)
+	}
+	fresh := ps
+	if len(known) > 0 {
+		fresh = make([]payments.Payment, 0, len(ps))
+		for _, p := range ps {
+			if !known[p.Key()] {
+				fresh = append(fresh, p)
+			}
+		}
+	}
+	ins, err := t.tx.InsertNewPayments(ctx, fresh)
+	if errors.Is(err, payments.ErrRecorded) {
+		t.w.careful.Store(true)
+		t.w.log.Error("a payment the ledger check found new is recorded already; the range is recorded again, checking each row", slog.Any("err", err))
+	}
+	return ins, err
 }
 
 // settlePending removes the pending rows of r's blocks and of r's burns and
@@ -561,7 +592,8 @@ func (t *RangeTx) settlePending(ctx context.Context, r chain.Range, ps []payment
 // standing as if canonical. A row whose block is still canonical but that r
 // contradicts (a key r lacks, other values, the transaction elsewhere) means
 // the node's answer is wrong, not the chain: a bad reply, retried elsewhere.
-func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.Payment, contracts []string) error {
+// It returns the keys of ps the ledger holds already, as ps has them.
+func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.Payment, contracts []string) (known map[payments.Key]bool, err error) {
 	txs := make([]string, 0, len(ps))
 	canonical := make(map[payments.Key]*payments.Payment, len(ps))
 	byTx := make(map[string]*payments.Payment, len(ps))
@@ -576,12 +608,14 @@ func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.
 	from, to := ends(r)
 	rows, err := t.tx.LedgerRows(ctx, t.w.cfg.ChainID, contracts, from, to, txs)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	known = make(map[payments.Key]bool, len(rows))
 	for i := range rows {
 		row := &rows[i]
 		c, ok := canonical[row.Key()]
 		if ok && samePayment(row.Payment, *c) {
+			known[row.Key()] = true
 			continue
 		}
 		if !ok {
@@ -589,16 +623,16 @@ func (t *RangeTx) checkLedger(ctx context.Context, r chain.Range, ps []payments.
 		}
 		chainHash, err := t.canonicalHash(ctx, r, row.BlockNumber)
 		if err != nil {
-			return fmt.Errorf("checking payment %d against the chain: %w", row.ID, err)
+			return nil, fmt.Errorf("checking payment %d against the chain: %w", row.ID, err)
 		}
 		if chainHash == row.BlockHash {
-			return fmt.Errorf("%w: payment %d (tx %s log %d) is in block %d, which is still canonical (%s), but the node's reply for blocks [%d, %d] does not hold it as recorded",
+			return nil, fmt.Errorf("%w: payment %d (tx %s log %d) is in block %d, which is still canonical (%s), but the node's reply for blocks [%d, %d] does not hold it as recorded",
 				chain.ErrBadReply, row.ID, row.TxHash, row.LogIndex, row.BlockNumber, chainHash, r.From.Number, r.To.Number)
 		}
-		return &ViolationError{Cursor: t.cur, Block: row.BlockNumber, Committed: row.BlockHash, ChainHash: chainHash,
+		return nil, &ViolationError{Cursor: t.cur, Block: row.BlockNumber, Committed: row.BlockHash, ChainHash: chainHash,
 			SeenAt: ledgerBlock(r.To.Number), Payment: row, OnChain: c}
 	}
-	return nil
+	return known, nil
 }
 
 func samePayment(a, b payments.Payment) bool {
