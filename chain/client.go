@@ -132,6 +132,16 @@ type Client struct {
 	// receiptBatch is the eth_getBlockReceipts batch size learned from
 	// replies over the cap (0: receiptBatchStart).
 	receiptBatch atomic.Int32
+	// answered is when the node last answered a request without error
+	// (unix nanoseconds; 0: never).
+	answered atomic.Int64
+}
+
+// answeredWithin says the node answered a request without error less than
+// d before now.
+func (c *Client) answeredWithin(now time.Time, d time.Duration) bool {
+	at := c.answered.Load()
+	return at != 0 && now.Sub(time.Unix(0, at)) < d
 }
 
 // errClosed is the error of a call on a closed Client.
@@ -399,11 +409,15 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 		fromHdr, toHdr *rpcHeader
 		scan           = &logScan{}
 	)
-	err := c.batch(withLogScan(ctx, scan), []rpc.BatchElem{
+	elems := []rpc.BatchElem{
 		{Method: "eth_getLogs", Args: []any{filter}, Result: &rawLogs},
 		{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(from), false}, Result: &fromHdr},
-		{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(to), false}, Result: &toHdr},
-	})
+	}
+	if to != from {
+		// A one-block range's first block is its last: one header.
+		elems = append(elems, rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(to), false}, Result: &toHdr})
+	}
+	err := c.batch(withLogScan(ctx, scan), elems)
 	if err != nil {
 		var e *Error
 		if errors.Is(err, ErrResponseTooLarge) && errors.As(err, &e) {
@@ -411,6 +425,9 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 			e.cut = &cut
 		}
 		return Range{}, err
+	}
+	if to == from {
+		toHdr = fromHdr
 	}
 	canonical := make(map[uint64]Header, 2)
 	for _, h := range []struct {
@@ -529,6 +546,7 @@ func (c *Client) call(ctx context.Context, result any, method string, args ...an
 		c.opts.Observer.RPC(c.display, method, res, time.Since(start))
 		return e
 	}
+	c.answered.Store(time.Now().UnixNano())
 	c.opts.Observer.RPC(c.display, method, ResultOK, time.Since(start))
 	return nil
 }
@@ -555,6 +573,7 @@ func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
 		}
 		return e
 	}
+	c.answered.Store(time.Now().UnixNano())
 	var first *Error
 	for _, el := range elems {
 		if el.Error == nil {

@@ -54,6 +54,14 @@ type HeadTotals struct {
 // returns errHeadSkipped. It never moves the cursor or writes payments: a
 // failure leaves the ledger as it was.
 func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks int64) (HeadTotals, error) {
+	return w.trackHead(stop, ctx, id, maxBlocks, nil)
+}
+
+// trackHead is TrackHead; a target the caller read a moment ago (the
+// loop's poll, just before) stands for the pass's own read of it: one read
+// of the finality tag serves the ledger and head tracking alike. Nil reads
+// it.
+func (w *Writer) trackHead(stop, ctx context.Context, id string, maxBlocks int64, known *chain.Target) (HeadTotals, error) {
 	t, err := w.Begin(stop, ctx, id)
 	if errors.Is(err, payments.ErrLockTimeout) {
 		return HeadTotals{}, errHeadSkipped
@@ -66,9 +74,9 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks int64
 		return HeadTotals{}, err
 	}
 	cur := t.cur
-	target, err := w.node.Target(ctx)
+	target, err := w.targetOr(ctx, known)
 	if err != nil {
-		return HeadTotals{}, fmt.Errorf("reading the target: %w", err)
+		return HeadTotals{}, err
 	}
 	if cur.Block < target.Block {
 		return HeadTotals{}, errHeadSkipped
@@ -146,6 +154,18 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks int64
 	res.Seen, res.Retracted = totals.Events[payments.KindSeen], totals.Events[payments.KindRetracted]
 	res.Pending = d.pending
 	return res, nil
+}
+
+// targetOr is known, or the target read from the node when known is nil.
+func (w *Writer) targetOr(ctx context.Context, known *chain.Target) (chain.Target, error) {
+	if known != nil {
+		return *known, nil
+	}
+	target, err := w.node.Target(ctx)
+	if err != nil {
+		return chain.Target{}, fmt.Errorf("reading the target: %w", err)
+	}
+	return target, nil
 }
 
 // errHeadRestart says the chain no longer continues where the last head
@@ -284,15 +304,15 @@ func diffPending(from, to int64, rows []payments.Pending, onChain []payments.Pay
 	return d
 }
 
-// trackHead runs head tracking passes after the ledger reached the target:
-// one, or, while the window above the cursor is read in steps, the next
-// ones at once, for up to POLL_INTERVAL, each its own short transaction.
-// A failure is logged and counted, never returned: the ledger goes on, and
-// readiness does not change.
-func (l *Loop) trackHead(stop, drain context.Context) {
+// trackHead runs head tracking passes after the ledger reached target
+// (read by the poll just before): one, or, while the window above the
+// cursor is read in steps, the next ones at once, for up to POLL_INTERVAL,
+// each its own short transaction. A failure is logged and counted, never
+// returned: the ledger goes on, and readiness does not change.
+func (l *Loop) trackHead(stop, drain context.Context, target chain.Target) {
 	deadline := time.Now().Add(l.cfg.PollInterval)
 	for {
-		res, ok := l.trackHeadOnce(stop, drain)
+		res, ok := l.trackHeadOnce(stop, drain, target)
 		if !ok || !res.Behind || stop.Err() != nil || !time.Now().Before(deadline) {
 			return
 		}
@@ -300,10 +320,10 @@ func (l *Loop) trackHead(stop, drain context.Context) {
 	}
 }
 
-func (l *Loop) trackHeadOnce(stop, drain context.Context) (HeadTotals, bool) {
+func (l *Loop) trackHeadOnce(stop, drain context.Context, target chain.Target) (HeadTotals, bool) {
 	ctx, cancel := context.WithTimeout(drain, l.w.cfg.TxTimeout)
 	defer cancel()
-	res, err := l.w.TrackHead(stop, ctx, l.cfg.CursorID, l.cfg.PendingMaxBlocks)
+	res, err := l.w.trackHead(stop, ctx, l.cfg.CursorID, l.cfg.PendingMaxBlocks, &target)
 	switch {
 	case errors.Is(err, errHeadSkipped), err != nil && stop.Err() != nil:
 		l.metrics.headTracked(headSkipped, 0)

@@ -96,6 +96,9 @@ type Loop struct {
 	// cursor (-2 before one; the seeded block when the cursor was still
 	// there at start), so that it knows its own moves (see yield).
 	moved int64
+	// target is the target the last poll read, for the head tracking
+	// passes after it.
+	target chain.Target
 
 	// Signals are for tests; set them up before Run.
 	Signals LoopSignals
@@ -218,7 +221,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		default:
 			b.Reset()
 			if l.cfg.Pending && ctx.Err() == nil {
-				l.trackHead(ctx, drain)
+				l.trackHead(ctx, drain, l.target)
 			}
 			l.idle(ctx, started)
 		}
@@ -379,6 +382,7 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 		return outIdle, fmt.Errorf("reading the target: %w", err)
 	}
 	l.metrics.target(target.Highest, cur.Block)
+	l.target = target
 
 	if _, _, ok := NextRange(cur.Block, target.Block, 1); !ok {
 		// Rescan only through a node that can prove the cursor block: one
