@@ -54,6 +54,10 @@ type Header struct {
 	Time       uint64
 	// Bloom is the block's logsBloom (zero when the node sent none).
 	Bloom types.Bloom
+	// Txs are the hashes of the block's transactions, as a block read
+	// without them in full lists them; nil when not known (a header known
+	// only by a receipt or a log).
+	Txs []common.Hash
 }
 
 // The results an Observer sees besides the error classes.
@@ -108,6 +112,9 @@ type Options struct {
 	// VerifyReceipts confirms every log of a range in its transaction's
 	// receipt before the range is returned (VERIFY_RECEIPTS).
 	VerifyReceipts bool
+	// Weights are the provider's price of each method; nil means
+	// DefaultWeights.
+	Weights Weights
 }
 
 // Client is a JSON-RPC client for one node endpoint. It is safe for
@@ -164,6 +171,9 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
 	}
 	if opts.MaxResponseBytes <= 0 {
 		opts.MaxResponseBytes = MaxResponseBytes
+	}
+	if opts.Weights == nil {
+		opts.Weights = DefaultWeights()
 	}
 	display := RedactURL(rawURL)
 	c := &Client{rawURL: rawURL, display: display, opts: opts, dialing: make(chan struct{}, 1)}
@@ -618,6 +628,9 @@ type rpcHeader struct {
 	ParentHash *common.Hash    `json:"parentHash"`
 	Timestamp  *hexutil.Uint64 `json:"timestamp"`
 	LogsBloom  *types.Bloom    `json:"logsBloom"`
+	// Transactions are hashes: every block is asked without its
+	// transactions in full.
+	Transactions []common.Hash `json:"transactions"`
 }
 
 func (h *rpcHeader) toHeader() (Header, error) {
@@ -631,7 +644,7 @@ func (h *rpcHeader) toHeader() (Header, error) {
 	if *h.Hash == (common.Hash{}) {
 		return Header{}, fmt.Errorf("%w: block %s has a zero hash", ErrBadReply, n)
 	}
-	hdr := Header{Number: n.Uint64(), Hash: *h.Hash, ParentHash: *h.ParentHash, Time: uint64(*h.Timestamp)}
+	hdr := Header{Number: n.Uint64(), Hash: *h.Hash, ParentHash: *h.ParentHash, Time: uint64(*h.Timestamp), Txs: h.Transactions}
 	if h.LogsBloom != nil {
 		hdr.Bloom = *h.LogsBloom
 	}

@@ -61,6 +61,8 @@ type receiptNode struct {
 	logs     []types.Log
 	receipts map[uint64][]rcpt
 	blooms   map[uint64]types.Bloom
+	// txs, when set for a block, are the transactions its header lists.
+	txs map[uint64][]common.Hash
 	// blockReceiptsErr, when set, is the reply to eth_getBlockReceipts.
 	blockReceiptsErr error
 
@@ -101,6 +103,9 @@ func (n *receiptNode) handle(method string, params []json.RawMessage) (any, erro
 		h := header(uint64(num), hashOf(uint64(num)), hashOf(uint64(num)-1))
 		if b, ok := n.blooms[uint64(num)]; ok {
 			h["logsBloom"] = b
+		}
+		if txs, ok := n.txs[uint64(num)]; ok {
+			h["transactions"] = txs
 		}
 		return h, nil
 	case "eth_getBlockByHash":
