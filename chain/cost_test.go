@@ -60,7 +60,9 @@ func TestReceiptsOfAFewTransactionsAreReadOneByOne(t *testing.T) {
 
 // TestReceiptsOfABusyBlockAreReadAtOnce: when a block's transactions'
 // receipts weigh more than the block's (40 × 15 against 500), or its
-// transactions are not known (no header), eth_getBlockReceipts reads them.
+// transactions are not known (no header), eth_getBlockReceipts reads them;
+// and then the range's other blocks too, in the same requests as before
+// (a catch-up's ranges ask no more at once than they did).
 func TestReceiptsOfABusyBlockAreReadAtOnce(t *testing.T) {
 	t.Parallel()
 	end := burnLog(12, 1, 0, big.NewInt(5), 1)
@@ -70,14 +72,20 @@ func TestReceiptsOfABusyBlockAreReadAtOnce(t *testing.T) {
 		busy[i] = common.BigToHash(big.NewInt(int64(1000 + i)))
 	}
 	busy[0] = end.TxHash
-	n := &receiptNode{logs: []types.Log{middle, end}, receipts: receiptsOf(middle, end),
-		txs: map[uint64][]common.Hash{12: busy}}
-	c, _ := n.start(t, chain.Options{VerifyReceipts: true})
-	if _, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 12); err != nil {
-		t.Fatal(err)
-	}
-	if n.calls("eth_getTransactionReceipt") != 0 || !slices.Equal(n.blockReceipts, []uint64{11, 12}) {
-		t.Fatalf("requests %q, block receipts of %v; want the receipts of blocks 11 and 12 at once", n.requestMethods(), n.blockReceipts)
+	for _, tt := range []struct {
+		name string
+		txs  []common.Hash
+	}{{"a busy block", busy}, {"a block whose transactions are few, beside one not known", []common.Hash{end.TxHash}}} {
+		n := &receiptNode{logs: []types.Log{middle, end}, receipts: receiptsOf(middle, end),
+			txs: map[uint64][]common.Hash{12: tt.txs}}
+		c, _ := n.start(t, chain.Options{VerifyReceipts: true})
+		if _, err := c.BurnRange(context.Background(), []common.Address{contract}, 10, 12); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"eth_getLogs+eth_getBlockByNumber+eth_getBlockByNumber", "eth_getBlockReceipts+eth_getBlockReceipts"}
+		if got := n.requestMethods(); !slices.Equal(got, want) {
+			t.Fatalf("%s: requests %q, want %q", tt.name, got, want)
+		}
 	}
 }
 

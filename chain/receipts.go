@@ -261,29 +261,27 @@ func (c *Client) hashesFromReceipts(check *receiptCheck, receipts map[uint64][]r
 
 // receipts reads the receipts of blocks: every receipt of each block, by
 // block number (eth_getBlockReceipts in batches of about receiptBatchLogs
-// logs, fetchParallel at a time) or, for a block whose header lists few
+// logs, fetchParallel at a time) or, when every block's header lists few
 // transactions, by each of them (see byTransaction); or, from a node
 // without eth_getBlockReceipts or for a block whose receipts are too large
 // for one reply, eth_getTransactionReceipt for each transaction the logs
 // name (every one, for a block known only by its bloom).
 func (c *Client) receipts(ctx context.Context, blocks []Header, logs map[uint64][]types.Log) (map[uint64][]rpcReceipt, error) {
 	set := &receiptSet{m: make(map[uint64][]rpcReceipt, len(blocks))}
-	var whole []Header
-	for _, h := range blocks {
-		if c.byTransaction(h) {
-			whole = append(whole, h)
+	switch {
+	case len(blocks) > 0 && !slices.ContainsFunc(blocks, func(h Header) bool { return !c.byTransaction(h) }):
+		// Every block by its transactions. A range that also needs blocks
+		// read whole (a catch-up's, whose middle blocks' transactions are
+		// not known) reads them all whole, as many requests as before.
+		if err := c.allTxReceipts(ctx, blocks, set); err != nil {
+			return nil, err
 		}
-	}
-	byBlock := slices.DeleteFunc(slices.Clone(blocks), c.byTransaction)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.allTxReceipts(gctx, whole, set) })
-	if c.noBlockReceipts.Load() {
-		set.leave(byBlock)
-	} else {
-		g.Go(func() error { return c.blockReceiptsInBatches(gctx, byBlock, logs, set) })
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	case c.noBlockReceipts.Load():
+		set.left = blocks
+	default:
+		if err := c.blockReceiptsInBatches(ctx, blocks, logs, set); err != nil {
+			return nil, err
+		}
 	}
 	for _, h := range set.left {
 		var txs []common.Hash
