@@ -454,6 +454,17 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 	if err != nil {
 		return Range{}, c.badReply("eth_getLogs", err)
 	}
+	return c.settle(ctx, contracts, from, to, logs, canonical)
+}
+
+// settle checks the logs a node gave for blocks [from, to] of contracts
+// and makes them a Range: canonical holds the headers read with them (at
+// least from's and to's), in the same batch as the logs or after it. Each
+// log must be a burn-event log of contracts inside the range and carry the
+// canonical hash of its block; then receipts confirm it
+// (Options.VerifyReceipts, unless ctx credits nothing) and resolve the
+// blocks whose bloom holds a burn the reply lacks.
+func (c *Client) settle(ctx context.Context, contracts []common.Address, from, to uint64, logs []types.Log, canonical map[uint64]Header) (Range, error) {
 	burns, rejected, err := ValidateLogs(logs, contracts, from, to)
 	if err != nil {
 		return Range{}, c.badReply("eth_getLogs", err)
