@@ -349,3 +349,41 @@ func TestARescanRidesTheLook(t *testing.T) {
 		t.Fatalf("ledger %q", got)
 	}
 }
+
+// TestWithoutHeadTrackingTheLoopFollowsToo: with PENDING=false a replica
+// keeping up reads the head, and a look only when it moved past the head
+// its last look read; nothing above the target is kept.
+func TestWithoutHeadTrackingTheLoopFollowsToo(t *testing.T) {
+	t.Parallel()
+	base := newFakeChain(5)
+	base.setHead(8)
+	final := base.addBurn(3, 1, 0, 10)
+	node := &lookingChain{fakeChain: base}
+	h := newHarness(t, base)
+	h.lcfg.RescanDepth = 0
+	l := h.followLoop(node)
+	h.lcfg.Pending = false
+	l = poller.NewLoop(h.lcfg, poller.NewWriter(h.wcfg, h.store, node, h.metrics, h.log), h.metrics, poller.NewHeartbeat(), h.log)
+	l.Signals.Idle.Init()
+	h.run(l)
+	h.waitCursor(5)
+	polls(t, l, 3) // the first look reads head 8; the others find it there
+	before := node.asked()
+	polls(t, l, 3)
+	if after := node.asked(); after.looks != before.looks || after.targets != before.targets || after.ranges != before.ranges {
+		t.Fatalf("asked %+v, then %+v while the head stood", before, after)
+	}
+	later := base.addBurn(7, 2, 0, 20)
+	base.setHead(9)
+	base.setTarget(7)
+	h.waitCursor(7)
+	if after := node.asked(); after.looks != before.looks+1 || after.targets != before.targets || after.ranges != before.ranges {
+		t.Fatalf("asked %+v, then %+v for a new head: want one look", before, after)
+	}
+	if got := h.ledger(); !slices.Equal(got, expected(final, later)) {
+		t.Fatalf("ledger %q", got)
+	}
+	if got := h.pending(); len(got) != 0 {
+		t.Fatalf("pending %q without head tracking", got)
+	}
+}

@@ -37,8 +37,8 @@ type headRead struct {
 // follow is the poll of a replica that keeps up with the chain (its last
 // poll left the cursor at the target), holding the cursor: first the head
 // (its header when a new block is due, else its number: see readHead), and
-// nothing more while it stands where head tracking last read it
-// (outUnmoved); then one look (chain.Look) that carries the target and one
+// nothing more while it stands where it was last read (by head tracking,
+// or without it by this replica's last look: outUnmoved); then one look (chain.Look) that carries the target and one
 // eth_getLogs over the blocks the target passed and those above it head
 // tracking has not read, with the head's header when the poll read only
 // its number, and a rescan's blocks when one is due. done is false when
@@ -53,7 +53,7 @@ type headRead struct {
 func (l *Loop) follow(ctx context.Context, tx *RangeTx, lk looker) (out outcome, done bool, err error) {
 	readAt := time.Now()
 	cur := tx.Cursor()
-	scan, err := tx.headScan(ctx)
+	read, err := l.readTo(ctx, tx)
 	if err != nil {
 		return outIdle, true, err
 	}
@@ -61,20 +61,25 @@ func (l *Loop) follow(ctx context.Context, tx *RangeTx, lk looker) (out outcome,
 	if err != nil {
 		return outIdle, true, fmt.Errorf("reading the head: %w", err)
 	}
-	if known != nil {
-		l.headMoved(*known)
-	}
 	head := ledgerBlock(n)
-	if head == max(scan.Block, cur.Block) && (known == nil || head != scan.Block || hashHex(known.Hash) == scan.Hash) {
-		// Nothing moved since head tracking read this head (or the cursor
-		// reached it): no block to read, and no target beyond it.
+	if head == max(read.Block, cur.Block) && (known == nil || head != read.Block || hashHex(known.Hash) == read.Hash) {
+		// Nothing moved since this head was read (or the cursor reached
+		// it): no block to read, and no target beyond it.
+		if known != nil {
+			l.headMoved(*known)
+		}
 		if _, err := l.commitPolled(ctx, tx, readAt); err != nil {
 			return outIdle, true, err
 		}
 		l.Signals.Idle.Send(cur.Block)
 		return outUnmoved, true, nil
 	}
-	spec := chain.LookSpec{Contracts: l.w.cfg.Contracts, Cursor: cur.Block, Seen: nodeBlock(max(scan.Block, cur.Block) + 1), Head: n, Known: known}
+	// Without head tracking nothing above the target is read.
+	seen := max(read.Block, cur.Block) + 1
+	if !l.cfg.Pending {
+		seen = head + 1
+	}
+	spec := chain.LookSpec{Contracts: l.w.cfg.Contracts, Cursor: cur.Block, Seen: nodeBlock(seen), Head: n, Known: known}
 	from := cur.Block
 	if l.rescanDue(cur) {
 		// The rescan rides the look: its blocks are asked with the others.
@@ -159,6 +164,19 @@ func (l *Loop) commitPolled(ctx context.Context, tx *RangeTx, readAt time.Time) 
 		return Totals{}, err
 	}
 	return tx.Commit(ctx)
+}
+
+// readTo is the head last read, with its hash: where the group's head
+// tracking stands, or, without head tracking, the last head this replica's
+// looks read (-1 before one).
+func (l *Loop) readTo(ctx context.Context, tx *RangeTx) (payments.HeadScan, error) {
+	if l.cfg.Pending {
+		return tx.headScan(ctx)
+	}
+	if l.headAt.IsZero() {
+		return payments.HeadScan{Block: -1}, nil
+	}
+	return payments.HeadScan{Block: ledgerBlock(l.lastHead.Number), Hash: hashHex(l.lastHead.Hash)}, nil
 }
 
 // readHead reads the head: its header when a new block is due (see

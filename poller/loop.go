@@ -389,7 +389,7 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 		return out, err
 	}
 	defer func() { l.caughtUp = err == nil && (out == outIdle || out == outCommitted || out == outUnmoved) }()
-	if lk, ok := l.w.node.(looker); ok && lk.CanLook() && l.cfg.Pending && l.caughtUp && !l.cfg.UntilCaughtUp {
+	if lk, ok := l.w.node.(looker); ok && lk.CanLook() && l.caughtUp && !l.cfg.UntilCaughtUp {
 		if out, done, err := l.follow(ctx, tx, lk); done {
 			return out, err
 		}
