@@ -9,6 +9,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/poller"
@@ -347,6 +348,26 @@ func TestARescanRidesTheLook(t *testing.T) {
 	}
 	if got := h.ledger(); !slices.Equal(got, expected(left, held)) {
 		t.Fatalf("ledger %q", got)
+	}
+}
+
+// TestComputeUnitsWeighEveryCall: burnpoller_rpc_compute_units_total adds
+// each call's price by method, failed calls too (a provider bills them),
+// by the default table until RPC_COMPUTE_UNITS gives another.
+func TestComputeUnitsWeighEveryCall(t *testing.T) {
+	t.Parallel()
+	m := poller.NewMetrics(prometheus.NewRegistry(), "test", "test", "test")
+	m.RPC("ep", "eth_getLogs", chain.ResultOK, 0)
+	m.RPC("ep", "eth_getBlockReceipts", string(chain.ClassThrottled), 0)
+	m.RPC("ep", "eth_unknownMethod", chain.ResultOK, 0)
+	if got := testutil.ToFloat64(m.ComputeUnits.WithLabelValues("ep")); got != 575 {
+		t.Fatalf("compute units %v, want 75 + 500", got)
+	}
+	m.WeighCalls(chain.Weights{"eth_getLogs": 1.5})
+	m.RPC("ep", "eth_getLogs", chain.ResultOK, 0)
+	m.RPC("ep", "eth_getBlockReceipts", chain.ResultOK, 0)
+	if got := testutil.ToFloat64(m.ComputeUnits.WithLabelValues("ep")); got != 576.5 {
+		t.Fatalf("compute units %v, want 575 + 1.5", got)
 	}
 }
 
