@@ -381,10 +381,9 @@ func TestWithoutHeadTrackingTheLoopFollowsToo(t *testing.T) {
 	final := base.addBurn(3, 1, 0, 10)
 	node := &lookingChain{fakeChain: base}
 	h := newHarness(t, base)
-	h.lcfg.RescanDepth = 0
-	l := h.followLoop(node)
-	h.lcfg.Pending = false
-	l = poller.NewLoop(h.lcfg, poller.NewWriter(h.wcfg, h.store, node, h.metrics, h.log), h.metrics, poller.NewHeartbeat(), h.log)
+	h.lcfg.RescanDepth, h.lcfg.Pending = 0, false
+	h.metrics = poller.NewMetrics(prometheus.NewRegistry(), "test", "test", "test")
+	l := poller.NewLoop(h.lcfg, poller.NewWriter(h.wcfg, h.store, node, h.metrics, h.log), h.metrics, poller.NewHeartbeat(), h.log)
 	l.Signals.Idle.Init()
 	h.run(l)
 	h.waitCursor(5)
