@@ -134,17 +134,24 @@ type costSubject struct {
 	endpoints int
 	ws        bool
 	ponder    bool
+	// bin, when set, is the poller binary to run (-cost-compare).
+	bin string
 }
 
 // costSubjects are the followers of every cost chain: burnpoller's defaults
 // with one and three replicas and with RPC_WS_URL, then (settings) one
 // setting changed at a time, and Ponder when its project is given.
-func costSubjects(settings, ponder bool) []costSubject {
-	out := []costSubject{
+func costSubjects(settings, ponder bool, compare []string) []costSubject {
+	var out []costSubject
+	for _, nb := range compare {
+		name, bin, _ := strings.Cut(nb, "=")
+		out = append(out, costSubject{name: "poller " + name + ", defaults, 1 replica", replicas: 1, bin: bin})
+	}
+	out = append(out, []costSubject{
 		{name: "burnpoller, defaults, 1 replica", replicas: 1},
 		{name: "burnpoller, defaults, 3 replicas", replicas: 3},
 		{name: "burnpoller, RPC_WS_URL", replicas: 1, ws: true},
-	}
+	}...)
 	if settings {
 		out = append(out,
 			costSubject{name: "burnpoller, POLL_INTERVAL=1s", replicas: 1, settings: []string{"POLL_INTERVAL=1s"}},
@@ -295,7 +302,11 @@ func (b *bench) costRun(ctx context.Context, o options, name string, spec costCh
 			f.close(ctx, b.admin)
 		}
 	}()
-	for i, sub := range costSubjects(o.costSettings, o.ponder != "") {
+	var compare []string
+	if o.costCompare != "" {
+		compare = strings.Split(o.costCompare, ",")
+	}
+	for i, sub := range costSubjects(o.costSettings, o.ponder != "", compare) {
 		f, err := b.startFollower(ctx, o, n, sub, i, logDir, start)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", sub.name, err)
@@ -469,7 +480,7 @@ func (b *bench) startFollower(ctx context.Context, o options, n *realNode, sub c
 		env = append(env, "RPC_WS_URL=ws://"+f.ws.Addr())
 	}
 	for r := range sub.replicas {
-		rep, err := b.startReplicaOn(strings.Join(urls, ","), b.info.BurnContract, f.dbURL, logDir,
+		rep, err := b.startBinary(cmp.Or(sub.bin, b.bin), strings.Join(urls, ","), b.info.BurnContract, f.dbURL, logDir,
 			fmt.Sprintf("cost-%d-%d", i, r), env...)
 		if err != nil {
 			f.close(ctx, b.admin)

@@ -95,6 +95,7 @@ type options struct {
 	costMinBlocks int
 	costSettings  bool
 	costWeights   string
+	costCompare   string
 }
 
 func main() {
@@ -144,6 +145,7 @@ func main() {
 	flag.DurationVar(&o.costWindow, "cost-window", 120*time.Second, "the cost phase's counting window on each chain (at least -cost-min-blocks blocks)")
 	flag.IntVar(&o.costMinBlocks, "cost-min-blocks", 20, "the fewest blocks a cost window spans")
 	flag.BoolVar(&o.costSettings, "cost-settings", true, "the cost phase also runs one setting changed at a time (POLL_INTERVAL=1s, PENDING=false, VERIFY_RECEIPTS=false, RPC_QUORUM=2)")
+	flag.StringVar(&o.costCompare, "cost-compare", "", "the cost phase also runs these poller binaries at the defaults beside the others, name=binary comma-separated (the commits before and after a change, on the same chain at once)")
 	flag.StringVar(&o.costWeights, "cost-weights", "", "compute units per call, method=weight comma-separated, over the default table (Alchemy's)")
 	flag.StringVar(&o.pollerEnv, "poller-env", "", "extra environment for the replicas, comma-separated K=V (e.g. GOMEMLIMIT=40MiB)")
 	flag.Parse()
