@@ -109,6 +109,14 @@ func (e *Endpoints) Look(ctx context.Context, spec LookSpec) (Look, error) {
 	if err != nil {
 		return Look{}, err
 	}
+	if from, to := spec.asks(); to >= from {
+		e.mu.Lock()
+		span := e.sizer.lookSpan(&ep.size)
+		e.mu.Unlock()
+		if to-from+1 > span {
+			return Look{}, fmt.Errorf("%w: %d blocks, more than the %d a range of this endpoint may ask", ErrNoLook, to-from+1, span)
+		}
+	}
 	start := time.Now()
 	lk, err := ep.c.look(ctx, string(e.cfg.Finality), spec)
 	var rpcErr *Error

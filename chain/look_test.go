@@ -199,3 +199,27 @@ func TestALookAtAHeadReadAMomentAgo(t *testing.T) {
 		t.Fatalf("requests %q, want %q", got, want)
 	}
 }
+
+// TestALookAsksAFinalityWindowBeforeRangesGrew: a replica that has read
+// one block at a time (its ranges' density still the first 16-block
+// probe's) still looks over a finality window in one eth_getLogs; a window
+// wider than a look may ask stands aside without a call.
+func TestALookAsksAFinalityWindowBeforeRangesGrew(t *testing.T) {
+	t.Parallel()
+	n := node(200, 100)
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{MaxRange: 2000, GrowTo: 100_000}, n)
+	if span := e.Span(); span != 16 {
+		t.Fatalf("span %d, want the first probe's 16", span)
+	}
+	ctx := context.Background()
+	if _, err := e.Look(ctx, chain.LookSpec{Contracts: []common.Address{contract}, Cursor: 99, Seen: 150, Head: 164}); err != nil {
+		t.Fatalf("Look over 66 blocks: %v", err)
+	}
+	asked := len(n.requested())
+	if _, err := e.Look(ctx, chain.LookSpec{Contracts: []common.Address{contract}, Cursor: 0, Seen: 150, Head: 200}); !errors.Is(err, chain.ErrNoLook) {
+		t.Fatalf("Look over 201 blocks = %v, want ErrNoLook", err)
+	}
+	if got := len(n.requested()); got != asked {
+		t.Fatalf("%d eth_getLogs after a look too wide, want %d", got, asked)
+	}
+}

@@ -42,9 +42,9 @@ type headRead struct {
 // eth_getLogs over the blocks the target passed and those above it head
 // tracking has not read, with the head's header when the poll read only
 // its number, and a rescan's blocks when one is due. done is false when
-// the look cannot serve (a window wider than a range, a quorum, an
-// endpoint lagging or refusing the range): the poll then reads one read at
-// a time.
+// the look cannot serve (a window wider than the endpoint's ranges, a
+// quorum, an endpoint lagging or refusing the range): the poll then reads
+// one read at a time.
 //
 // On a chain slower than the polls, a block replaced at the head's height
 // between two polls (a one-block reorganisation) is read with the next
@@ -86,7 +86,7 @@ func (l *Loop) follow(ctx context.Context, tx *RangeTx, lk looker) (out outcome,
 		from = max(cur.Block-l.cfg.RescanDepth+1, l.cfg.StartBlock)
 		spec.Recheck, spec.RecheckFrom = true, nodeBlock(from)
 	}
-	if head < cur.Block || head-from > int64(min(l.w.node.Span(), l.w.cfg.MaxBlockRange)) {
+	if head < cur.Block {
 		return outIdle, false, nil
 	}
 	look, err := lk.Look(ctx, spec)
