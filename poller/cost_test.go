@@ -156,6 +156,21 @@ func (h *harness) followLoop(node poller.Node) *poller.Loop {
 	return l
 }
 
+// follow runs a follow loop without rescans on base, a lookingChain over
+// it, and waits for the loop's first head tracking pass and two polls
+// after it: the replica keeps up with the chain.
+func follow(t *testing.T, base *fakeChain) (*harness, *lookingChain, *poller.Loop) {
+	t.Helper()
+	node := &lookingChain{fakeChain: base}
+	h := newHarness(t, base)
+	h.lcfg.RescanDepth = 0
+	l := h.followLoop(node)
+	h.run(l)
+	l.Signals.HeadTracked.Wait(t, 10*time.Second)
+	polls(t, l, 2)
+	return h, node, l
+}
+
 // TestASlowChainIsAskedItsHeadNumberBetweenBlocks: once the heads'
 // timestamps tell a block takes 12 s, the polls between two blocks ask the
 // head's number (10 compute units), not its header (16), and the first
@@ -164,13 +179,7 @@ func TestASlowChainIsAskedItsHeadNumberBetweenBlocks(t *testing.T) {
 	t.Parallel()
 	base := newFakeChain(5)
 	base.setHead(8)
-	node := &lookingChain{fakeChain: base}
-	h := newHarness(t, base)
-	h.lcfg.RescanDepth = 0
-	l := h.followLoop(node)
-	h.run(l)
-	l.Signals.HeadTracked.Wait(t, 10*time.Second)
-	polls(t, l, 2)
+	_, node, l := follow(t, base)
 	base.setHead(9) // a look: the block time is learnt from 8 and 9
 	waitFor(t, 10*time.Second, "a look", func() bool { return node.asked().looks == 1 })
 	polls(t, l, 1)
@@ -237,13 +246,7 @@ func TestAReorganisationBetweenTwoCheapReadsIsCaught(t *testing.T) {
 	t.Parallel()
 	base := newFakeChain(5)
 	base.setHead(7)
-	node := &lookingChain{fakeChain: base}
-	h := newHarness(t, base)
-	h.lcfg.RescanDepth = 0
-	l := h.followLoop(node)
-	h.run(l)
-	l.Signals.HeadTracked.Wait(t, 10*time.Second)
-	polls(t, l, 2)
+	h, node, l := follow(t, base)
 	dropped := base.addBurn(8, 1, 0, 10)
 	base.setHead(8) // a look; the heads' timestamps say 12 s a block
 	waitFor(t, 10*time.Second, "the burn at the head pending", func() bool { return slices.Equal(h.pending(), pend(dropped)) })

@@ -505,11 +505,7 @@ func (b *bench) waitFollowing(ctx context.Context, followers []*follower) error 
 				}
 			}
 			for _, r := range f.replicas {
-				done := 0.0
-				for _, result := range []string{"committed", "idle", "standby"} {
-					done += metric(ctx, r.addr, `burnpoller_polls_total{result="`+result+`"}`)
-				}
-				if done < 1 {
+				if !polled(ctx, r) {
 					return false
 				}
 			}

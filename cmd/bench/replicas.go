@@ -102,3 +102,14 @@ func (b *bench) nodeKind() string {
 	}
 	return nodeSim
 }
+
+// polled says replica r has completed a poll (committed or idle, the lock
+// holder) or found the lock held (a standby): its start-up calls are
+// behind.
+func polled(ctx context.Context, r *replica) bool {
+	done := 0.0
+	for _, result := range []string{"committed", "idle", "standby"} {
+		done += metric(ctx, r.addr, `burnpoller_polls_total{result="`+result+`"}`)
+	}
+	return done >= 1
+}
