@@ -131,7 +131,7 @@ func main() {
 	flag.BoolVar(&o.summary, "summary", false, "print a short table of the real-node runs instead of the JSON (which -out still writes)")
 	flag.StringVar(&o.pollerBin, "poller", "", "a poller binary to run instead of building this tree's (paired runs: the code before a change against after)")
 	flag.StringVar(&o.compare, "compare", "", "with -sparse-only: pair each sparse run with one of this poller binary, on the same chain")
-	flag.BoolVar(&o.seedOnly, "seed-only", false, "with a real node: seed it, print how to reach it, and keep it running until Ctrl-C (for runs by hand)")
+	flag.BoolVar(&o.seedOnly, "seed-only", false, "with a real node (or -sparse-only, behind the runs' proxy): seed it, print how to reach it, and keep it running until Ctrl-C (for runs by hand)")
 	flag.BoolVar(&o.groupsOnly, "groups-only", false, "run only the many-groups phase: groups catching up together on one database, each against its time alone")
 	flag.StringVar(&o.groupCounts, "groups", "1,2,4,8", "group counts of the many-groups phase")
 	flag.IntVar(&o.groupBurns, "group-burns", 3000, "burns per group")
