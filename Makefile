@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
-.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-quick bench-real bench-groups contracts demo lint compose-check clean
+.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-quick bench-real bench-groups bench-cost contracts demo lint compose-check clean
 
 # Each fuzz target runs a fixed number of inputs, 10-30 s each on a 2-core
 # machine, not for a wall-clock -fuzztime: a duration races Go's fuzzing
@@ -90,6 +90,16 @@ bench-real: $(GETH) $(ANVIL)
 # straight to the node; each group against its time alone (about 4 minutes).
 bench-groups: $(GETH)
 	go run ./cmd/bench -groups-only -geth $(GETH) -summary -out bin/bench-groups.json
+
+# What following a chain costs at the provider, caught up: anvil sealing
+# every 2 s and every 12 s and geth --dev every 2 s, a trickle of burns;
+# burnpoller with 1 and 3 replicas at the defaults, with RPC_WS_URL and with
+# one setting changed at a time, and Ponder, all on the same chain at once,
+# each through its own proxy counting every JSON-RPC call by method (a
+# batch's members one each), HTTP requests and bytes; compute units from
+# Alchemy's public table (about 15 minutes).
+bench-cost: $(GETH) $(ANVIL)
+	go run ./cmd/bench -cost-only -geth $(GETH) -anvil $(ANVIL) -ponder "$(PONDER)" -summary -out bin/bench-cost.json
 
 # RPC calls while idle: 1 and 3 replicas, with and without RPC_WS_URL.
 bench-idle:

@@ -110,12 +110,21 @@ func (e *Endpoints) ProbeFinality(ctx context.Context) error {
 // probes do not spend the provider's quota.
 const healthTTL = 5 * time.Second
 
+// healthQuiet is how long the serving endpoint's last answer stands for
+// its health: a node that answered a moment ago (and has neither failed
+// since nor answered the last probe with another chain id) is reachable,
+// on the chain verified at its first use, and is not asked again for
+// readiness. A standby, which reads nothing, asks
+// once per healthQuiet at most, however often readiness is probed.
+const healthQuiet = time.Minute
+
 // Health reports, for readiness, whether the serving endpoint answers with
 // the right chain id and is usable; the error text is a short state.
 func (e *Endpoints) Health(ctx context.Context) error {
 	e.mu.Lock()
 	ep := e.eps[e.cur]
 	unusable := ep.health.unusable()
+	failed := ep.health.lastClass != ""
 	cached, at := e.health, e.healthAt
 	gap, hasGap, quorumWait, quorumSplit := e.gap, e.hasGap, e.quorumWait, e.quorumSplit
 	e.mu.Unlock()
@@ -128,6 +137,8 @@ func (e *Endpoints) Health(ctx context.Context) error {
 		return quorumSplit
 	case unusable != nil:
 		return unusable
+	case cached == nil && !failed && ep.c.answeredWithin(time.Now(), healthQuiet):
+		return nil
 	}
 	if e.cfg.Now().Sub(at) < healthTTL {
 		return cached

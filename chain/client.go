@@ -54,6 +54,10 @@ type Header struct {
 	Time       uint64
 	// Bloom is the block's logsBloom (zero when the node sent none).
 	Bloom types.Bloom
+	// Txs are the hashes of the block's transactions, as a block read
+	// without them in full lists them; nil when not known (a header known
+	// only by a receipt or a log).
+	Txs []common.Hash
 }
 
 // The results an Observer sees besides the error classes.
@@ -108,6 +112,9 @@ type Options struct {
 	// VerifyReceipts confirms every log of a range in its transaction's
 	// receipt before the range is returned (VERIFY_RECEIPTS).
 	VerifyReceipts bool
+	// Weights are the provider's price of each method; nil means
+	// DefaultWeights.
+	Weights Weights
 }
 
 // Client is a JSON-RPC client for one node endpoint. It is safe for
@@ -130,6 +137,16 @@ type Client struct {
 	// receiptBatch is the eth_getBlockReceipts batch size learned from
 	// replies over the cap (0: receiptBatchStart).
 	receiptBatch atomic.Int32
+	// answered is when the node last answered a request without error
+	// (unix nanoseconds; 0: never).
+	answered atomic.Int64
+}
+
+// answeredWithin says the node answered a request without error less than
+// d before now.
+func (c *Client) answeredWithin(now time.Time, d time.Duration) bool {
+	at := c.answered.Load()
+	return at != 0 && now.Sub(time.Unix(0, at)) < d
 }
 
 // errClosed is the error of a call on a closed Client.
@@ -152,6 +169,9 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Client, error) {
 	}
 	if opts.MaxResponseBytes <= 0 {
 		opts.MaxResponseBytes = MaxResponseBytes
+	}
+	if opts.Weights == nil {
+		opts.Weights = DefaultWeights()
 	}
 	display := RedactURL(rawURL)
 	c := &Client{rawURL: rawURL, display: display, opts: opts, dialing: make(chan struct{}, 1)}
@@ -414,11 +434,15 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 		fromHdr, toHdr *rpcHeader
 		scan           = &logScan{}
 	)
-	err := c.batch(withLogScan(ctx, scan), []rpc.BatchElem{
+	elems := []rpc.BatchElem{
 		{Method: "eth_getLogs", Args: []any{filter}, Result: &rawLogs},
 		{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(from), false}, Result: &fromHdr},
-		{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(to), false}, Result: &toHdr},
-	})
+	}
+	if to != from {
+		// A one-block range's first block is its last: one header.
+		elems = append(elems, rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(to), false}, Result: &toHdr})
+	}
+	err := c.batch(withLogScan(ctx, scan), elems)
 	if err != nil {
 		var e *Error
 		if errors.Is(err, ErrResponseTooLarge) && errors.As(err, &e) {
@@ -426,6 +450,9 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 			e.cut = &cut
 		}
 		return Range{}, err
+	}
+	if to == from {
+		toHdr = fromHdr
 	}
 	canonical := make(map[uint64]Header, 2)
 	for _, h := range []struct {
@@ -442,6 +469,17 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 	if err != nil {
 		return Range{}, c.badReply("eth_getLogs", err)
 	}
+	return c.settle(ctx, contracts, from, to, logs, canonical)
+}
+
+// settle checks the logs a node gave for blocks [from, to] of contracts
+// and makes them a Range: canonical holds the headers read with them (at
+// least from's and to's), in the same batch as the logs or after it. Each
+// log must be a burn-event log of contracts inside the range and carry the
+// canonical hash of its block; then receipts confirm it
+// (Options.VerifyReceipts, unless ctx credits nothing) and resolve the
+// blocks whose bloom holds a burn the reply lacks.
+func (c *Client) settle(ctx context.Context, contracts []common.Address, from, to uint64, logs []types.Log, canonical map[uint64]Header) (Range, error) {
 	burns, rejected, err := ValidateLogs(logs, contracts, from, to)
 	if err != nil {
 		return Range{}, c.badReply("eth_getLogs", err)
@@ -547,6 +585,7 @@ func (c *Client) call(ctx context.Context, result any, method string, args ...an
 		c.opts.Observer.RPC(c.display, method, res, time.Since(start))
 		return e
 	}
+	c.answered.Store(time.Now().UnixNano())
 	c.opts.Observer.RPC(c.display, method, ResultOK, time.Since(start))
 	return nil
 }
@@ -573,6 +612,7 @@ func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
 		}
 		return e
 	}
+	c.answered.Store(time.Now().UnixNano())
 	var first *Error
 	for _, el := range elems {
 		if el.Error == nil {
@@ -617,6 +657,9 @@ type rpcHeader struct {
 	ParentHash *common.Hash    `json:"parentHash"`
 	Timestamp  *hexutil.Uint64 `json:"timestamp"`
 	LogsBloom  *types.Bloom    `json:"logsBloom"`
+	// Transactions are hashes: every block is asked without its
+	// transactions in full.
+	Transactions []common.Hash `json:"transactions"`
 }
 
 func (h *rpcHeader) toHeader() (Header, error) {
@@ -630,7 +673,7 @@ func (h *rpcHeader) toHeader() (Header, error) {
 	if *h.Hash == (common.Hash{}) {
 		return Header{}, fmt.Errorf("%w: block %s has a zero hash", ErrBadReply, n)
 	}
-	hdr := Header{Number: n.Uint64(), Hash: *h.Hash, ParentHash: *h.ParentHash, Time: uint64(*h.Timestamp)}
+	hdr := Header{Number: n.Uint64(), Hash: *h.Hash, ParentHash: *h.ParentHash, Time: uint64(*h.Timestamp), Txs: h.Transactions}
 	if h.LogsBloom != nil {
 		hdr.Bloom = *h.LogsBloom
 	}

@@ -995,3 +995,63 @@ func TestCancelledCallIsNotTheNodesFault(t *testing.T) {
 		})
 	}
 }
+
+// TestReadinessDoesNotAskANodeThatJustAnswered: the serving endpoint's
+// answers to the loop stand for its readiness, so a replica that polls
+// spends no eth_chainId on /readyz; one that reads nothing (a standby) asks
+// once, then its answer stands as long as the last one would; a failure
+// since the last answer asks again.
+func TestReadinessDoesNotAskANodeThatJustAnswered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Now()
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	later := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	chainIDs := func(n *scriptedNode) int {
+		c := 0
+		for _, m := range n.asked() {
+			if m == "eth_chainId" {
+				c++
+			}
+		}
+		return c
+	}
+
+	polling := node(100, 90)
+	e, _, _ := newEndpoints(t, chain.EndpointsConfig{Now: clock}, polling)
+	if _, err := e.Target(ctx); err != nil { // verifies the chain id once
+		t.Fatal(err)
+	}
+	for range 3 {
+		later(10 * time.Second)
+		if err := e.Health(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := chainIDs(polling); got != 1 {
+		t.Fatalf("%d eth_chainId calls for a polling replica's readiness, want only the first use's", got)
+	}
+
+	standby := node(100, 90)
+	s, _, _ := newEndpoints(t, chain.EndpointsConfig{Now: clock}, standby)
+	for range 3 {
+		later(10 * time.Second)
+		if err := s.Health(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := chainIDs(standby); got != 1 {
+		t.Fatalf("%d eth_chainId calls for a standby's readiness probed three times, want 1", got)
+	}
+
+	// A failed read since: readiness asks again, and says so.
+	standby.set(func(n *scriptedNode) { n.failing = true })
+	if _, err := s.Target(ctx); err == nil {
+		t.Fatal("Target of a failing node succeeded")
+	}
+	later(10 * time.Second)
+	if err := s.Health(ctx); err == nil || err.Error() != "unreachable" {
+		t.Fatalf("Health after a failure = %v, want unreachable", err)
+	}
+}

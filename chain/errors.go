@@ -178,6 +178,10 @@ func classifyRPC(code int, message string, data any, limit *RangeLimit) Class {
 	case containsAny(msg, "rate limit", "too many requests", "request rate", "requests per second", "request limit reached",
 		"compute units per second", "capacity", "throttl", "busy", "overloaded", "try again later", "credits limited", "/sec"):
 		return ClassThrottled
+	case containsAny(msg, "beyond current head", "beyond the current head"):
+		// geth's -32602 for a range past the node's head: a node behind
+		// the one that named the block (a balancer's), not a bad request.
+		return ClassTransient
 	case containsAny(msg, "unauthorized", "forbidden", "api key", "apikey", "project id", "invalid token", "token is invalid",
 		"personal token", "not allowed", "access denied", "must be authenticated", "not whitelisted", "disabled",
 		"payment required", "credit limit", "invalid jwt"):

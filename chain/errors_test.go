@@ -45,6 +45,7 @@ func TestClassify(t *testing.T) {
 		{"Alchemy code 429 in body", 200, nil, rpcErr(429, "Your app has exceeded its compute units per second capacity."), chain.ClassThrottled, 0},
 		{"geth range", 200, nil, rpcErr(-32602, "exceed maximum block range 100"), chain.ClassRangeLimit, 0},
 		{"invalid params", 200, nil, rpcErr(-32602, "invalid argument 0: hex string without 0x prefix"), chain.ClassPermanent, 0},
+		{"geth, a range past its head", 200, nil, rpcErr(-32602, "block range extends beyond current head block"), chain.ClassTransient, 0},
 		{"method not found", 200, nil, rpcErr(-32601, "the method eth_chainId does not exist/is not available"), chain.ClassPermanent, 0},
 		{"Ankr unauthorized", 200, nil, rpcErr(-32000, "Unauthorized: You must authenticate your request with an API key."), chain.ClassPermanent, 0},
 		{"header not found", 200, nil, rpcErr(-32000, "header not found"), chain.ClassTransient, 0},

@@ -17,6 +17,10 @@ type rangeSizer struct {
 	// learned once a range was read.
 	density uint64
 	learned bool
+	// dense says the density was last set by many logs (a reply over
+	// targetLogs or over the response cap), not by the first probe or
+	// growth.
+	dense bool
 }
 
 // rangeLimit is one endpoint's learned eth_getLogs limit.
@@ -43,6 +47,21 @@ func (s *rangeSizer) newLimit() rangeLimit { return rangeLimit{limit: s.maxRange
 
 // span is the size of the next range asked of the endpoint with limit l.
 func (s *rangeSizer) span(l *rangeLimit) uint64 { return min(l.limit, s.density) }
+
+// lookFloor is the span a look may ask of an endpoint whatever the density
+// says, unless many logs set it: a finality window (Ethereum's 64 to 96
+// blocks) in one eth_getLogs. A replica that reads one block at a time (a
+// target moving a block at a time, without head tracking) never grows the
+// density past its first probe.
+const lookFloor = 128
+
+// lookSpan is the most blocks a look asks of the endpoint with limit l.
+func (s *rangeSizer) lookSpan(l *rangeLimit) uint64 {
+	if s.dense {
+		return s.span(l)
+	}
+	return min(l.limit, max(s.density, lookFloor))
+}
 
 // read records a range of span blocks that came back with logs logs in
 // took, the logs from logSpan blocks before its end on (see densitySpan):
@@ -100,9 +119,9 @@ func (s *rangeSizer) learn(span, logSpan uint64, logs int) {
 	s.learned = true
 	switch n := uint64(logs); {
 	case n > s.targetLogs:
-		s.density = max(1, logSpan*s.targetLogs/n)
+		s.density, s.dense = max(1, logSpan*s.targetLogs/n), true
 	case n < s.targetLogs/2 && span >= s.density:
-		s.density = min(s.growTo, s.density*s.growth(logs))
+		s.density, s.dense = min(s.growTo, s.density*s.growth(logs)), false
 	case n >= s.targetLogs/2 && logSpan < span:
 		// Near the target, but all of it from the first log on: at the
 		// same size the next range, dense throughout, would hold more.
@@ -147,7 +166,7 @@ func (s *rangeSizer) refused(l *rangeLimit, from, to uint64, rl RangeLimit) uint
 // the response cap, cut: a density problem, not the provider's limit. It
 // returns the next span (see sizeAfterTooLarge).
 func (s *rangeSizer) tooLarge(span, from uint64, cut cutReply) uint64 {
-	s.density = sizeAfterTooLarge(span, from, cut, int(s.targetLogs))
+	s.density, s.dense = sizeAfterTooLarge(span, from, cut, int(s.targetLogs)), true
 	return s.density
 }
 

@@ -316,3 +316,27 @@ func TestFailoverAsksEachEndpointOnce(t *testing.T) {
 		t.Fatalf("run = %v, asked %v; want a's error, [b c a]", err, asked)
 	}
 }
+
+// TestLookSpan: a look asks a finality window's blocks in one range even
+// while the density is still the first probe's, never past the endpoint's
+// limit, and no more than the density once many logs set it.
+func TestLookSpan(t *testing.T) {
+	t.Parallel()
+	s := newRangeSizer(EndpointsConfig{MaxRange: 2000, GrowTo: 100_000, TargetLogs: 2000})
+	l := s.newLimit()
+	if got := s.lookSpan(&l); got != lookFloor {
+		t.Fatalf("look span %d at the first probe's density, want %d", got, lookFloor)
+	}
+	capped := rangeLimit{limit: 10}
+	if got := s.lookSpan(&capped); got != 10 {
+		t.Fatalf("look span %d under a provider's 10-block limit, want 10", got)
+	}
+	s.learn(16, 16, 4000) // dense: 8 blocks hold 2000 logs
+	if got := s.lookSpan(&l); got != 8 {
+		t.Fatalf("look span %d on a dense chain, want the density, 8", got)
+	}
+	s.learn(8, 8, 0) // sparse again: the density grows
+	if got := s.lookSpan(&l); got != lookFloor {
+		t.Fatalf("look span %d once sparse again, want %d", got, lookFloor)
+	}
+}

@@ -86,7 +86,9 @@ func receiptBlocks(logs []types.Log, contracts []common.Address, ends map[uint64
 	}
 	if verify {
 		for n := range check.logs {
-			check.blocks = append(check.blocks, Header{Number: n, Hash: ends[n].Hash})
+			h := ends[n] // its transactions, when the range holds its header
+			h.Number = n
+			check.blocks = append(check.blocks, h)
 		}
 	}
 	for n, h := range ends {
@@ -257,18 +259,29 @@ func (c *Client) hashesFromReceipts(check *receiptCheck, receipts map[uint64][]r
 	return nil
 }
 
-// receipts reads the receipts of blocks, by block number:
-// eth_getBlockReceipts in batches of about receiptBatchLogs logs,
-// fetchParallel at a time, or, from a node without it or for a block whose
-// receipts are too large for one reply, eth_getTransactionReceipt for each
-// transaction (the ones logs names, or every one of a block known only by
-// its bloom).
+// receipts reads the receipts of blocks: every receipt of each block, by
+// block number (eth_getBlockReceipts in batches of about receiptBatchLogs
+// logs, fetchParallel at a time) or, when every block's header lists few
+// transactions, by each of them (see byTransaction); or, from a node
+// without eth_getBlockReceipts or for a block whose receipts are too large
+// for one reply, eth_getTransactionReceipt for each transaction the logs
+// name (every one, for a block known only by its bloom).
 func (c *Client) receipts(ctx context.Context, blocks []Header, logs map[uint64][]types.Log) (map[uint64][]rpcReceipt, error) {
 	set := &receiptSet{m: make(map[uint64][]rpcReceipt, len(blocks))}
-	if c.noBlockReceipts.Load() {
+	switch {
+	case len(blocks) > 0 && !slices.ContainsFunc(blocks, func(h Header) bool { return !c.byTransaction(h) }):
+		// Every block by its transactions. A range that also needs blocks
+		// read whole (a catch-up's, whose middle blocks' transactions are
+		// not known) reads them all whole, as many requests as before.
+		if err := c.allTxReceipts(ctx, blocks, set); err != nil {
+			return nil, err
+		}
+	case c.noBlockReceipts.Load():
 		set.left = blocks
-	} else if err := c.blockReceiptsInBatches(ctx, blocks, logs, set); err != nil {
-		return nil, err
+	default:
+		if err := c.blockReceiptsInBatches(ctx, blocks, logs, set); err != nil {
+			return nil, err
+		}
 	}
 	for _, h := range set.left {
 		var txs []common.Hash
@@ -293,6 +306,36 @@ func (c *Client) receipts(ctx context.Context, blocks []Header, logs map[uint64]
 		set.m[h.Number] = rs
 	}
 	return set.m, nil
+}
+
+// byTransaction says every receipt of block h costs less read one
+// transaction at a time than as the block's receipts: its header lists its
+// transactions (the range holds it), and as many eth_getTransactionReceipt
+// weigh less than one eth_getBlockReceipts. Both reads give every receipt of
+// the block, each naming the block's hash: the same proof. A quiet chain's
+// blocks hold a few transactions; a busy one's hundreds.
+func (c *Client) byTransaction(h Header) bool {
+	w := c.opts.Weights
+	return len(h.Txs) > 0 && float64(len(h.Txs))*w.Of("eth_getTransactionReceipt") < w.Of("eth_getBlockReceipts")
+}
+
+// allTxReceipts reads every receipt of blocks, whose headers list their
+// transactions, transaction by transaction, into set.
+func (c *Client) allTxReceipts(ctx context.Context, blocks []Header, set *receiptSet) error {
+	var txs []common.Hash
+	for _, h := range blocks {
+		txs = append(txs, h.Txs...)
+	}
+	rs, err := c.txReceipts(ctx, txs)
+	if err != nil {
+		return err
+	}
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	for _, h := range blocks {
+		set.m[h.Number], rs = rs[:len(h.Txs)], rs[len(h.Txs):]
+	}
+	return nil
 }
 
 // receiptSet gathers the receipts of batches read at the same time, and the

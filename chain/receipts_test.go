@@ -61,6 +61,11 @@ type receiptNode struct {
 	logs     []types.Log
 	receipts map[uint64][]rcpt
 	blooms   map[uint64]types.Bloom
+	// txs, when set for a block, are the transactions its header lists.
+	txs map[uint64][]common.Hash
+	// finalized is the block the "finalized" tag names; head the last
+	// block (0: no limit).
+	finalized, head uint64
 	// blockReceiptsErr, when set, is the reply to eth_getBlockReceipts.
 	blockReceiptsErr error
 
@@ -95,12 +100,23 @@ func (n *receiptNode) handle(method string, params []json.RawMessage) (any, erro
 		return out, nil
 	case "eth_getBlockByNumber":
 		var num hexutil.Uint64
-		if err := json.Unmarshal(params[0], &num); err != nil {
-			return nil, err
+		var tag string
+		switch {
+		case json.Unmarshal(params[0], &tag) == nil && tag == "finalized":
+			num = hexutil.Uint64(n.finalized)
+		case tag == "latest":
+			num = hexutil.Uint64(n.head)
+		case json.Unmarshal(params[0], &num) != nil:
+			return nil, fmt.Errorf("block %s", params[0])
+		case n.head > 0 && uint64(num) > n.head:
+			return nil, nil
 		}
 		h := header(uint64(num), hashOf(uint64(num)), hashOf(uint64(num)-1))
 		if b, ok := n.blooms[uint64(num)]; ok {
 			h["logsBloom"] = b
+		}
+		if txs, ok := n.txs[uint64(num)]; ok {
+			h["transactions"] = txs
 		}
 		return h, nil
 	case "eth_getBlockByHash":

@@ -318,6 +318,7 @@ func TestEveryBadVariableExitsTwo(t *testing.T) {
 		"MAX_BLOCK_RANGE":        "0",
 		"VERIFY_RECEIPTS":        "sometimes",
 		"RPC_QUORUM":             "3",
+		"RPC_COMPUTE_UNITS":      "eth_getLogs=many",
 		"ALLOW_CONTRACT_REMOVAL": "perhaps",
 		"LOCK_WAIT":              "1ms",
 		"TX_TIMEOUT":             "forever",

@@ -54,6 +54,15 @@ type HeadTotals struct {
 // returns errHeadSkipped. It never moves the cursor or writes payments: a
 // failure leaves the ledger as it was.
 func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks int64) (HeadTotals, error) {
+	return w.trackHead(stop, ctx, id, maxBlocks, nil, nil)
+}
+
+// trackHead is TrackHead; what the caller read a moment ago (the loop's
+// poll, just before) stands for the pass's own reads: a target (one read
+// of the finality tag serves the ledger and head tracking alike), and the
+// head with the burns above the target from where the pass goes on (a
+// look's). Nil reads them.
+func (w *Writer) trackHead(stop, ctx context.Context, id string, maxBlocks int64, known *chain.Target, read *headRead) (HeadTotals, error) {
 	t, err := w.Begin(stop, ctx, id)
 	if errors.Is(err, payments.ErrLockTimeout) {
 		return HeadTotals{}, errHeadSkipped
@@ -66,15 +75,17 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks int64
 		return HeadTotals{}, err
 	}
 	cur := t.cur
-	target, err := w.node.Target(ctx)
+	target, err := w.targetOr(ctx, known)
 	if err != nil {
-		return HeadTotals{}, fmt.Errorf("reading the target: %w", err)
+		return HeadTotals{}, err
 	}
 	if cur.Block < target.Block {
 		return HeadTotals{}, errHeadSkipped
 	}
-	head, err := w.node.Head(ctx)
-	if err != nil {
+	var head chain.Header
+	if read != nil {
+		head = read.head
+	} else if head, err = w.node.Head(ctx); err != nil {
 		return HeadTotals{}, fmt.Errorf("reading the head: %w", err)
 	}
 	headBlock := ledgerBlock(head.Number)
@@ -93,7 +104,7 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks int64
 	to := min(top, from+span-1)
 	res := HeadTotals{From: from, To: to, Head: head, Behind: to < top}
 
-	ps, end, err := w.readHeadStep(ctx, cur, from, to, after)
+	ps, end, err := w.headStep(ctx, cur, from, to, after, read)
 	if errors.Is(err, errHeadRestart) {
 		return w.restartHead(t, ctx, id, cur, head)
 	}
@@ -148,9 +159,41 @@ func (w *Writer) TrackHead(stop, ctx context.Context, id string, maxBlocks int64
 	return res, nil
 }
 
+// targetOr is known, or the target read from the node when known is nil.
+func (w *Writer) targetOr(ctx context.Context, known *chain.Target) (chain.Target, error) {
+	if known != nil {
+		return *known, nil
+	}
+	target, err := w.node.Target(ctx)
+	if err != nil {
+		return chain.Target{}, fmt.Errorf("reading the target: %w", err)
+	}
+	return target, nil
+}
+
 // errHeadRestart says the chain no longer continues where the last head
 // tracking pass stood: it reorganised above the cursor.
 var errHeadRestart = errors.New("the chain reorganised above the cursor")
+
+// headStep is readHeadStep, unless read holds blocks [from, to] already,
+// read a moment ago (by the loop's look): then those burns, under the same
+// continuity rule.
+func (w *Writer) headStep(ctx context.Context, cur payments.Cursor, from, to int64, after string, read *headRead) ([]payments.Payment, string, error) {
+	if read == nil || read.pending == nil || from > to {
+		return w.readHeadStep(ctx, cur, from, to, after)
+	}
+	if first, last := ends(*read.pending); first != from || last != to {
+		return w.readHeadStep(ctx, cur, from, to, after)
+	}
+	if err := continues(cur, after, from, *read.pending); err != nil {
+		if errors.Is(err, chain.ErrBadReply) && from > cur.Block+1 {
+			return nil, "", errHeadRestart
+		}
+		return nil, "", fmt.Errorf("reading burns above the target: %w", err)
+	}
+	ps, err := toPayments(w.cfg.ChainID, read.pending.Burns)
+	return ps, hashHex(read.pending.To.Hash), err
+}
 
 // readHeadStep reads the canonical burns of blocks [from, to] as every
 // writer reads (the first range continues the cursor's block, or after,
@@ -284,15 +327,16 @@ func diffPending(from, to int64, rows []payments.Pending, onChain []payments.Pay
 	return d
 }
 
-// trackHead runs head tracking passes after the ledger reached the target:
-// one, or, while the window above the cursor is read in steps, the next
-// ones at once, for up to POLL_INTERVAL, each its own short transaction.
-// A failure is logged and counted, never returned: the ledger goes on, and
-// readiness does not change.
-func (l *Loop) trackHead(stop, drain context.Context) {
+// trackHead runs head tracking passes after the ledger reached target
+// (read by the poll just before): one, or, while the window above the
+// cursor is read in steps, the next ones at once, for up to POLL_INTERVAL,
+// each its own short transaction. A failure is logged and counted, never
+// returned: the ledger goes on, and readiness does not change.
+func (l *Loop) trackHead(stop, drain context.Context, target chain.Target, read *headRead) {
 	deadline := time.Now().Add(l.cfg.PollInterval)
 	for {
-		res, ok := l.trackHeadOnce(stop, drain)
+		res, ok := l.trackHeadOnce(stop, drain, target, read)
+		read = nil // a later pass reads on from where this one stopped
 		if !ok || !res.Behind || stop.Err() != nil || !time.Now().Before(deadline) {
 			return
 		}
@@ -300,10 +344,10 @@ func (l *Loop) trackHead(stop, drain context.Context) {
 	}
 }
 
-func (l *Loop) trackHeadOnce(stop, drain context.Context) (HeadTotals, bool) {
+func (l *Loop) trackHeadOnce(stop, drain context.Context, target chain.Target, read *headRead) (HeadTotals, bool) {
 	ctx, cancel := context.WithTimeout(drain, l.w.cfg.TxTimeout)
 	defer cancel()
-	res, err := l.w.TrackHead(stop, ctx, l.cfg.CursorID, l.cfg.PendingMaxBlocks)
+	res, err := l.w.trackHead(stop, ctx, l.cfg.CursorID, l.cfg.PendingMaxBlocks, &target, read)
 	switch {
 	case errors.Is(err, errHeadSkipped), err != nil && stop.Err() != nil:
 		l.metrics.headTracked(headSkipped, 0)

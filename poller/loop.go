@@ -96,6 +96,20 @@ type Loop struct {
 	// cursor (-2 before one; the seeded block when the cursor was still
 	// there at start), so that it knows its own moves (see yield).
 	moved int64
+	// target is the target the last poll read, and read what it read of
+	// the head (nil: nothing), for the head tracking passes after it.
+	target chain.Target
+	read   *headRead
+	// caughtUp says this replica's last poll read the chain and left the
+	// cursor at the target: the next one may follow the chain (see
+	// follow).
+	caughtUp bool
+	// lastHead is the newest head a look read, headAt when this replica
+	// saw it, and blockTime the chain's block time as the heads' timestamps
+	// tell it (0: not known yet); see headDue.
+	lastHead  chain.Header
+	headAt    time.Time
+	blockTime time.Duration
 
 	// Signals are for tests; set them up before Run.
 	Signals LoopSignals
@@ -128,6 +142,7 @@ const (
 	outStandby                  // another writer holds the lock
 	outSkipped                  // another replica read the chain just now (see skip)
 	outYielded                  // another replica is catching up (see yield)
+	outUnmoved                  // the head stands where head tracking read it (see follow)
 )
 
 // handoff is how recently another replica must have moved the cursor for
@@ -206,7 +221,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			sleep(ctx, wait, l.beat)
 		case out == outBehind, out == outStandby:
 			b.Reset()
-		case out == outSkipped:
+		case out == outSkipped, out == outUnmoved:
 			b.Reset()
 			l.idle(ctx, started)
 		case out == outYielded:
@@ -218,7 +233,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		default:
 			b.Reset()
 			if l.cfg.Pending && ctx.Err() == nil {
-				l.trackHead(ctx, drain)
+				l.trackHead(ctx, drain, l.target, l.read)
 			}
 			l.idle(ctx, started)
 		}
@@ -348,6 +363,7 @@ func (l *Loop) seed(ctx context.Context) error {
 // then either record the ranges up to it or, at the target, rescan when
 // due; commit.
 func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
+	l.read = nil
 	start := time.Now()
 	defer func() { l.metrics.poll(time.Since(start), resultLabel(out, err)) }()
 	ctx, cancel := context.WithTimeout(drain, l.w.cfg.TxTimeout)
@@ -372,6 +388,12 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 	if out, done, err := l.standAside(ctx, tx); done {
 		return out, err
 	}
+	defer func() { l.caughtUp = err == nil && (out == outIdle || out == outCommitted || out == outUnmoved) }()
+	if lk, ok := l.w.node.(looker); ok && lk.CanLook() && l.caughtUp && !l.cfg.UntilCaughtUp {
+		if out, done, err := l.follow(ctx, tx, lk); done {
+			return out, err
+		}
+	}
 
 	readAt := time.Now()
 	target, err := l.w.node.Target(ctx)
@@ -379,6 +401,7 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 		return outIdle, fmt.Errorf("reading the target: %w", err)
 	}
 	l.metrics.target(target.Highest, cur.Block)
+	l.target = target
 
 	if _, _, ok := NextRange(cur.Block, target.Block, 1); !ok {
 		// Rescan only through a node that can prove the cursor block: one
@@ -416,6 +439,16 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 	if err != nil {
 		return outIdle, err
 	}
+	l.committed(res, target)
+	if res.To < target.Block {
+		return outBehind, nil
+	}
+	return outCommitted, nil
+}
+
+// committed reports a committed transaction that advanced the cursor
+// towards target.
+func (l *Loop) committed(res Totals, target chain.Target) {
 	l.moved = res.To
 	l.metrics.cursor(res.To)
 	l.metrics.target(target.Highest, res.To)
@@ -423,10 +456,6 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 		slog.Int("logs", res.Logs), slog.Int64("inserted", res.Inserted), slog.Int64("duplicates", res.Duplicates),
 		slog.Int("rejected", res.Rejected), slog.Int64("target", target.Block))
 	l.Signals.Committed.Send(res)
-	if res.To < target.Block {
-		return outBehind, nil
-	}
-	return outCommitted, nil
 }
 
 // rescanDue reports whether the group's rescan is due. The schedule lives

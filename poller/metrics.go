@@ -30,6 +30,7 @@ type Metrics struct {
 	LockWait          prometheus.Histogram
 	LockHeld          prometheus.Gauge
 	RPCRequests       *prometheus.CounterVec
+	ComputeUnits      *prometheus.CounterVec
 	RPCDuration       *prometheus.HistogramVec
 	FinalityViolation prometheus.Gauge
 	RejectedLogs      prometheus.Counter
@@ -48,12 +49,15 @@ type Metrics struct {
 	NodeFaults        *prometheus.CounterVec
 	QuorumDisagree    *prometheus.CounterVec
 	ContractBackfill  *prometheus.GaugeVec
+	// weights price each call in ComputeUnits (WeighCalls).
+	weights chain.Weights
 }
 
 // NewMetrics builds the collectors and registers them, with
 // burnpoller_build_info, on reg.
 func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) *Metrics {
 	m := &Metrics{
+		weights: chain.DefaultWeights(),
 		CursorBlock: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "burnpoller_cursor_block",
 			Help: "Last block whose burns this replica saw committed (the cursor).",
@@ -96,6 +100,10 @@ func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) 
 			Name: "burnpoller_rpc_requests_total",
 			Help: "JSON-RPC method calls to the node by method and result.",
 		}, []string{"method", "result"}),
+		ComputeUnits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burnpoller_rpc_compute_units_total",
+			Help: "What the JSON-RPC calls to each endpoint cost at the provider, in its compute units: each call (a batch's members one each) weighed by its method's price in RPC_COMPUTE_UNITS.",
+		}, []string{"endpoint"}),
 		RPCDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "burnpoller_rpc_duration_seconds",
 			Help:    "JSON-RPC call duration by method (batch members share the batch's duration).",
@@ -185,17 +193,27 @@ func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) 
 		m.HeadTracking.WithLabelValues(r)
 	}
 	reg.MustRegister(m.CursorBlock, m.TargetBlock, m.LagBlocks, m.PaymentsInserted, m.PaymentsDuplicate,
-		m.Polls, m.PollDuration, m.LockWait, m.LockHeld, m.RPCRequests, m.RPCDuration, m.FinalityViolation,
+		m.Polls, m.PollDuration, m.LockWait, m.LockHeld, m.RPCRequests, m.ComputeUnits, m.RPCDuration, m.FinalityViolation,
 		m.RejectedLogs, m.Rescans, m.RescanRecovered, m.RPCErrors, m.NodeLagging, m.NodeBehind, m.RangeLimitBlocks,
 		m.EndpointActive, m.HeadSubscription, m.Events, m.PendingPayments, m.HeadTracking, m.HeadTrackingFails,
 		m.NodeFaults, m.QuorumDisagree, m.ContractBackfill, buildInfo)
 	return m
 }
 
+// WeighCalls sets the price of each method in compute units
+// (RPC_COMPUTE_UNITS; chain.DefaultWeights until called). Call it before
+// the first call is recorded.
+func (m *Metrics) WeighCalls(w chain.Weights) { m.weights = w }
+
 // RPC records one JSON-RPC method call (chain.Observer). A call the caller
-// cancelled is counted as a request, not as the endpoint's error.
+// cancelled is counted as a request, not as the endpoint's error; every
+// call is weighed in compute units, as a provider bills it, whatever its
+// result.
 func (m *Metrics) RPC(endpoint, method, result string, took time.Duration) {
 	m.RPCRequests.WithLabelValues(method, result).Inc()
+	if w := m.weights.Of(method); w > 0 {
+		m.ComputeUnits.WithLabelValues(endpoint).Add(w)
+	}
 	m.RPCDuration.WithLabelValues(method).Observe(took.Seconds())
 	switch result {
 	case chain.ResultOK:

@@ -207,6 +207,16 @@ func (f *fakeChain) BurnRange(ctx context.Context, contracts []common.Address, f
 		f.mu.Unlock()
 		return chain.Range{}, err
 	}
+	r := f.rangeOf(contracts, from, to)
+	f.mu.Unlock()
+	if hook != nil {
+		hook(ctx, from, to)
+	}
+	return r, nil
+}
+
+// rangeOf is the node's answer for blocks [from, to]; f.mu is held.
+func (f *fakeChain) rangeOf(contracts []common.Address, from, to uint64) chain.Range {
 	r := chain.Range{From: f.header(from), To: f.header(to)}
 	for n := from; n <= to; n++ {
 		for _, b := range f.burns[n] {
@@ -216,11 +226,7 @@ func (f *fakeChain) BurnRange(ctx context.Context, contracts []common.Address, f
 		}
 		r.Rejected = append(r.Rejected, f.rejects[n]...)
 	}
-	f.mu.Unlock()
-	if hook != nil {
-		hook(ctx, from, to)
-	}
-	return r, nil
+	return r
 }
 
 func (f *fakeChain) HintDensity(uint64, int) {}

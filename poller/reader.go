@@ -138,22 +138,33 @@ func (r *rangeReader) Next(ctx context.Context) (chain.Range, error) {
 	if err != nil {
 		return chain.Range{}, err
 	}
-	first, last := ends(rg)
-	parent := hashHex(rg.From.ParentHash)
-	led := r.ledger
-	switch {
-	case led.Hash != "" && led.Block == r.next-1 && parent != led.Hash:
-		return chain.Range{}, &ViolationError{Cursor: led, Block: led.Block, Committed: led.Hash,
-			ChainHash: parent, SeenAt: first}
-	case r.prev != "" && parent != r.prev:
-		return chain.Range{}, fmt.Errorf("%w: block %d's parent is %s, but block %d was %s a moment ago",
-			chain.ErrBadReply, rg.From.Number, parent, r.next-1, r.prev)
-	case led.Hash != "" && led.Block == last && hashHex(rg.To.Hash) != led.Hash:
-		return chain.Range{}, &ViolationError{Cursor: led, Block: led.Block, Committed: led.Hash,
-			ChainHash: hashHex(rg.To.Hash), SeenAt: last}
+	if err := continues(r.ledger, r.prev, r.next, rg); err != nil {
+		return chain.Range{}, err
 	}
+	_, last := ends(rg)
 	r.prev, r.next = hashHex(rg.To.Hash), last+1
 	return rg, nil
+}
+
+// continues is the one continuity rule of every read, for rg, a range
+// starting at block next: the chain it describes holds the block the
+// ledger vouches for (led) at the hash the ledger holds, when rg starts
+// right after that block or ends on it (otherwise a *ViolationError); and
+// rg continues prev, the hash of block next-1 as the node gave it a moment
+// ago ("" when none was read; otherwise a bad reply).
+func continues(led payments.Cursor, prev string, next int64, rg chain.Range) error {
+	first, last := ends(rg)
+	parent := hashHex(rg.From.ParentHash)
+	switch {
+	case led.Hash != "" && led.Block == next-1 && parent != led.Hash:
+		return &ViolationError{Cursor: led, Block: led.Block, Committed: led.Hash, ChainHash: parent, SeenAt: first}
+	case prev != "" && parent != prev:
+		return fmt.Errorf("%w: block %d's parent is %s, but block %d was %s a moment ago",
+			chain.ErrBadReply, rg.From.Number, parent, next-1, prev)
+	case led.Hash != "" && led.Block == last && hashHex(rg.To.Hash) != led.Hash:
+		return &ViolationError{Cursor: led, Block: led.Block, Committed: led.Hash, ChainHash: hashHex(rg.To.Hash), SeenAt: last}
+	}
+	return nil
 }
 
 // End is the hash of the last block handed over (spec.after before the

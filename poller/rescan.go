@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/payments"
 )
 
@@ -100,4 +101,66 @@ func rescanSegments(contracts []common.Address, members []payments.Member, from,
 		out = append(out, seg)
 	}
 	return out
+}
+
+// Recheck compares rc, the burns of blocks [from, cursor] as a node gives
+// them now (a look's), with what the ledger holds there: the rescan a look
+// carries. The cursor block must still have the committed hash (otherwise
+// a *ViolationError, as any read). clean says the node's answer is exactly
+// the ledger's rows of those blocks (the contracts the group covered
+// there): every burn recorded, at the same block hash, with the same
+// values, and none more, and no log that did not decode. Those rows were
+// confirmed in receipts when recorded, and their blocks are final. The
+// rescan is then done (marked, as Rescan marks it); otherwise nothing is
+// written, and the caller rescans as Rescan does, which records what is
+// missing and refuses what contradicts the ledger.
+func (t *RangeTx) Recheck(ctx context.Context, from int64, rc chain.Recheck) (clean bool, err error) {
+	cur := t.cur
+	if cur.Hash != "" && hashHex(rc.Cursor.Hash) != cur.Hash {
+		return false, &ViolationError{Cursor: cur, Block: cur.Block, Committed: cur.Hash, ChainHash: hashHex(rc.Cursor.Hash), SeenAt: cur.Block}
+	}
+	if len(rc.Rejected) > 0 {
+		return false, nil
+	}
+	segs := rescanSegments(t.w.cfg.Contracts, t.members, from, cur.Block)
+	covered := func(contract string, block int64) bool {
+		for _, s := range segs {
+			if block >= s.from && block <= s.to {
+				return slices.Contains(lowerHexes(s.contracts), contract)
+			}
+		}
+		return false
+	}
+	ps, err := toPayments(t.w.cfg.ChainID, rc.Burns)
+	if err != nil {
+		return false, err
+	}
+	want := make(map[ledgerKey]payments.Payment, len(ps))
+	txs := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if covered(p.Contract, p.BlockNumber) {
+			want[ledgerKey{p.TxHash, p.LogIndex}] = p
+			txs = append(txs, p.TxHash)
+		}
+	}
+	rows, err := t.tx.LedgerRows(ctx, t.w.cfg.ChainID, t.w.contracts(), from, cur.Block, txs)
+	if err != nil {
+		return false, err
+	}
+	held := 0
+	for _, r := range rows {
+		if !covered(r.Contract, r.BlockNumber) {
+			continue
+		}
+		p, ok := want[ledgerKey{r.TxHash, r.LogIndex}]
+		if !ok || !samePayment(r.Payment, p) {
+			return false, nil
+		}
+		held++
+	}
+	if held != len(want) {
+		return false, nil
+	}
+	t.totals.Rescanned, t.totals.RescanFrom, t.totals.RescanTo = true, from, cur.Block
+	return true, t.tx.MarkRescanned(ctx, cur.ID)
 }

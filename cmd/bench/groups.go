@@ -76,7 +76,7 @@ func (b *bench) groupsPhase(ctx context.Context, o options) (*Groups, error) {
 	if o.groupsNode == nodeAnvil {
 		bin = o.anvil
 	}
-	n, err := startNode(ctx, o.groupsNode, bin)
+	n, err := startNode(ctx, o.groupsNode, bin, nodeOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -112,11 +112,7 @@ func (b *bench) idleRun(ctx context.Context, o options, n int, ws bool) (*Idle, 
 	// are behind.
 	if err := harness.WaitFor(ctx, time.Minute, "every replica polling", func() bool {
 		for _, r := range replicas {
-			done := 0.0
-			for _, result := range []string{"committed", "idle", "standby"} {
-				done += metric(ctx, r.addr, `burnpoller_polls_total{result="`+result+`"}`)
-			}
-			if done < 1 {
+			if !polled(ctx, r) {
 				return false
 			}
 		}

@@ -17,7 +17,8 @@
 // caught up), seen.go, idle.go, sparse.go, trust.go (receipts and quorum on
 // and off), realdense.go (the dense run on a real node), rawreceipts.go
 // (its receipts ceiling), ponder.go (Ponder on the same chain) and
-// groups.go (many groups). seed.go fills the simulated chain, node.go starts
+// groups.go (many groups), cost.go (what following a live chain costs at
+// the provider, beside Ponder). seed.go fills the simulated chain, node.go starts
 // a real node and rpcseed.go fills it over JSON-RPC; replicas.go starts and
 // scrapes the poller processes (through internal/harness, as the
 // integration tests do), cpu.go and profile.go read where the CPU went,
@@ -87,6 +88,14 @@ type options struct {
 	groupsNode    string
 	groupsDense   bool
 	groupsLatency bool
+	// What following a live chain costs at the provider (cost.go).
+	costOnly      bool
+	costChains    string
+	costWindow    time.Duration
+	costMinBlocks int
+	costSettings  bool
+	costWeights   string
+	costCompare   string
 }
 
 func main() {
@@ -122,7 +131,7 @@ func main() {
 	flag.BoolVar(&o.summary, "summary", false, "print a short table of the real-node runs instead of the JSON (which -out still writes)")
 	flag.StringVar(&o.pollerBin, "poller", "", "a poller binary to run instead of building this tree's (paired runs: the code before a change against after)")
 	flag.StringVar(&o.compare, "compare", "", "with -sparse-only: pair each sparse run with one of this poller binary, on the same chain")
-	flag.BoolVar(&o.seedOnly, "seed-only", false, "with a real node: seed it, print how to reach it, and keep it running until Ctrl-C (for runs by hand)")
+	flag.BoolVar(&o.seedOnly, "seed-only", false, "with a real node (or -sparse-only, behind the runs' proxy): seed it, print how to reach it, and keep it running until Ctrl-C (for runs by hand)")
 	flag.BoolVar(&o.groupsOnly, "groups-only", false, "run only the many-groups phase: groups catching up together on one database, each against its time alone")
 	flag.StringVar(&o.groupCounts, "groups", "1,2,4,8", "group counts of the many-groups phase")
 	flag.IntVar(&o.groupBurns, "group-burns", 3000, "burns per group")
@@ -131,9 +140,16 @@ func main() {
 	flag.StringVar(&o.groupsNode, "groups-node", nodeGeth, "the many-groups phase's node: geth or anvil")
 	flag.BoolVar(&o.groupsLatency, "groups-latency", true, "many groups: the runs through the latency proxies")
 	flag.BoolVar(&o.groupsDense, "groups-dense", true, "many groups: the same runs straight to the node")
+	flag.BoolVar(&o.costOnly, "cost-only", false, "run only the cost phase: burnpoller and Ponder following live chains (-cost-chains), every call counted by method at a proxy")
+	flag.StringVar(&o.costChains, "cost-chains", "anvil-2s,anvil-12s,geth-2s", "the cost phase's chains, of "+costChainNames())
+	flag.DurationVar(&o.costWindow, "cost-window", 120*time.Second, "the cost phase's counting window on each chain (at least -cost-min-blocks blocks)")
+	flag.IntVar(&o.costMinBlocks, "cost-min-blocks", 20, "the fewest blocks a cost window spans")
+	flag.BoolVar(&o.costSettings, "cost-settings", true, "the cost phase also runs one setting changed at a time (POLL_INTERVAL=1s, PENDING=false, VERIFY_RECEIPTS=false, RPC_QUORUM=2)")
+	flag.StringVar(&o.costCompare, "cost-compare", "", "the cost phase also runs these poller binaries at the defaults beside the others, name=binary comma-separated (the commits before and after a change, on the same chain at once)")
+	flag.StringVar(&o.costWeights, "cost-weights", "", "compute units per call, method=weight comma-separated, over the default table (Alchemy's)")
 	flag.StringVar(&o.pollerEnv, "poller-env", "", "extra environment for the replicas, comma-separated K=V (e.g. GOMEMLIMIT=40MiB)")
 	flag.Parse()
-	real := o.denseNodes != nodeSim || o.groupsOnly
+	real := o.denseNodes != nodeSim || o.groupsOnly || o.costOnly
 	if o.perTx == 0 {
 		o.perTx = map[bool]int{false: 250, true: 100}[real]
 	}
@@ -199,7 +215,7 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 		}
 	}
 
-	if o.denseNodes != nodeSim || o.groupsOnly {
+	if o.denseNodes != nodeSim || o.groupsOnly || o.costOnly {
 		return runReal(ctx, o, log, res, bin)
 	}
 	// The chain: seeded in-process, sealed by this program.
@@ -373,6 +389,12 @@ func runReal(ctx context.Context, o options, log *slog.Logger, res *Results, bin
 		res.Burns = 0
 		g, err := b.groupsPhase(ctx, o)
 		res.Groups = g
+		return res, err
+	}
+	if o.costOnly {
+		res.Burns = 0
+		c, err := b.costPhase(ctx, o)
+		res.Cost = c
 		return res, err
 	}
 	for _, kind := range strings.Split(o.denseNodes, ",") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"errors"
@@ -47,8 +48,11 @@ const nodeGasLimit = 100_000_000
 // realNode is a node running as its own process, as a user runs one: its
 // JSON-RPC URL, chain id, a funded key, and how it seals blocks.
 type realNode struct {
-	kind    string
-	url     string
+	kind string
+	url  string
+	// wsURL is the node's WebSocket endpoint (anvil serves it on the HTTP
+	// port; geth on its own).
+	wsURL   string
 	chainID uint64
 	key     *ecdsa.PrivateKey
 	proc    *harness.Proc
@@ -58,14 +62,25 @@ type realNode struct {
 	logFile *os.File
 }
 
+// nodeOptions choose how a node seals blocks.
+type nodeOptions struct {
+	// blockTime, when set, seals a block every blockTime as a live chain
+	// does (geth --dev.period, anvil --block-time), whether or not
+	// transactions wait; zero seals on demand (see startNode).
+	blockTime time.Duration
+	// slots is anvil's --slots-in-an-epoch (finalized = head - 2*slots);
+	// zero: 4.
+	slots int
+}
+
 // startNode starts a node of kind (geth or anvil) from bin, its data and
 // log in a fresh directory, and waits until it answers.
 //
-// geth runs with --dev.period 0: it seals a block as soon as transactions
-// become executable, so the seeder controls a block's contents by making a
-// block's transactions executable together (see seeder.block). anvil runs
-// with --no-mining and seals on evm_mine.
-func startNode(ctx context.Context, kind, bin string) (_ *realNode, err error) {
+// Without o.blockTime, geth runs with --dev.period 0: it seals a block as
+// soon as transactions become executable, so the seeder controls a block's
+// contents by making a block's transactions executable together (see
+// seeder.block); anvil runs with --no-mining and seals on evm_mine.
+func startNode(ctx context.Context, kind, bin string, o nodeOptions) (_ *realNode, err error) {
 	dir, err := os.MkdirTemp("", "bench-"+kind+"-")
 	if err != nil {
 		return nil, err
@@ -81,22 +96,35 @@ func startNode(ctx context.Context, kind, bin string) (_ *realNode, err error) {
 		return nil, err
 	}
 	var args []string
+	seconds := strconv.Itoa(int(o.blockTime / time.Second))
 	switch kind {
 	case nodeGeth:
 		auth, err := harness.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
-		args = []string{"--dev", "--dev.period", "0", "--dev.gaslimit", strconv.Itoa(nodeGasLimit),
+		ws, err := harness.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		args = []string{"--dev", "--dev.period", seconds, "--dev.gaslimit", strconv.Itoa(nodeGasLimit),
 			"--datadir", filepath.Join(dir, "data"),
 			"--http", "--http.addr", "127.0.0.1", "--http.port", strconv.Itoa(addr.Port), "--http.api", "eth,net,web3",
+			"--ws", "--ws.addr", "127.0.0.1", "--ws.port", strconv.Itoa(ws.Port), "--ws.api", "eth",
 			"--authrpc.port", strconv.Itoa(auth.Port), "--port", "0", "--nodiscover", "--maxpeers", "0", "--ipcdisable",
 			"--verbosity", "2"}
 		n.key, _ = crypto.HexToECDSA(gethDevKey)
+		n.wsURL = "ws://" + ws.String()
 	case nodeAnvil:
-		args = []string{"--host", "127.0.0.1", "--port", strconv.Itoa(addr.Port), "--prune-history", "--no-mining",
-			"--gas-limit", strconv.Itoa(nodeGasLimit), "--slots-in-an-epoch", "4", "--silent"}
+		mining := []string{"--no-mining"}
+		if o.blockTime > 0 {
+			mining = []string{"--block-time", seconds}
+		}
+		slots := cmp.Or(o.slots, 4)
+		args = append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(addr.Port), "--prune-history",
+			"--gas-limit", strconv.Itoa(nodeGasLimit), "--slots-in-an-epoch", strconv.Itoa(slots), "--silent"}, mining...)
 		n.key, _ = crypto.HexToECDSA(anvilKey)
+		n.wsURL = "ws://" + addr.String()
 	default:
 		return nil, fmt.Errorf("node %q: want geth or anvil", kind)
 	}
@@ -132,7 +160,7 @@ func startNode(ctx context.Context, kind, bin string) (_ *realNode, err error) {
 }
 
 // seal makes the node seal a block of its pending transactions: anvil on
-// evm_mine; geth --dev seals on its own as they arrive.
+// evm_mine; geth --dev seals on its own as they arrive (or every period).
 func (n *realNode) seal(ctx context.Context) error {
 	if n.kind != nodeAnvil {
 		return nil

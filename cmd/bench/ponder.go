@@ -68,7 +68,8 @@ export default createConfig({
       abi: BurnAbi,
       address: process.env.PONDER_CONTRACT as ` + "`0x${string}`" + `,
       startBlock: 0,
-      endBlock: Number(process.env.PONDER_END_BLOCK),
+      // Unset: Ponder goes on following the chain (realtime).
+      endBlock: process.env.PONDER_END_BLOCK ? Number(process.env.PONDER_END_BLOCK) : undefined,
     },
   },
 });
@@ -159,6 +160,51 @@ func ponderProject(ctx context.Context, dir string) error {
 	return nil
 }
 
+// ponderProc is a running Ponder and where it logs and serves.
+type ponderProc struct {
+	proc *harness.Proc
+	log  *os.File
+	// addr serves Ponder's /ready (200 once its historical sync is done).
+	addr string
+}
+
+// startPonder starts Ponder's project in dir on the database dbURL,
+// reading contract's burns from the node at rpcURL, with extra environment
+// (PONDER_END_BLOCK=N stops at block N; without it Ponder follows the
+// chain). Its log is dir/ponder.log.
+func startPonder(dir, dbURL, rpcURL string, chainID uint64, contract common.Address, extra ...string) (*ponderProc, error) {
+	port, err := harness.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "ponder.log"))
+	if err != nil {
+		return nil, err
+	}
+	// Ponder's own cache of the chain lives in the database too: a fresh
+	// one per run, so it reads the node every time.
+	_ = os.RemoveAll(filepath.Join(dir, ".ponder"))
+	p, err := harness.Start(harness.Spec{
+		Name: "ponder", Bin: "node",
+		Args: []string{filepath.Join(dir, "node_modules/ponder/dist/esm/bin/ponder.js"), "--root", dir, "--log-format", "json",
+			"start", "--schema", "bench", "--port", strconv.Itoa(port.Port)},
+		Env: append([]string{"DATABASE_URL=" + dbURL, "PONDER_RPC_URL=" + rpcURL, "PONDER_CHAIN_ID=" + strconv.FormatUint(chainID, 10),
+			"PONDER_CONTRACT=" + contract.Hex(), "PONDER_TELEMETRY_DISABLED=true"}, extra...),
+		Stdout: logFile, Stderr: logFile,
+	})
+	if err != nil {
+		_ = logFile.Close()
+		return nil, err
+	}
+	return &ponderProc{proc: p, log: logFile, addr: port.String()}, nil
+}
+
+// stop stops Ponder and closes its log.
+func (p *ponderProc) stop() {
+	_, _ = p.proc.Stop(10 * time.Second)
+	_ = p.log.Close()
+}
+
 // ponderRun times Ponder from an empty database to all burns burns of
 // contract up to block last, on the node the bench reads.
 func (b *bench) ponderRun(ctx context.Context, o options, last uint64, contract common.Address, burns int) (*Ponder, error) {
@@ -180,31 +226,13 @@ func (b *bench) ponderRun(ctx context.Context, o options, last uint64, contract 
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	port, err := harness.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	logFile, err := os.Create(filepath.Join(dir, "ponder.log"))
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	// Ponder's own cache of the chain lives in the database too: a fresh
-	// one per run, so it reads the node every time.
-	_ = os.RemoveAll(filepath.Join(dir, ".ponder"))
 	start := time.Now()
-	p, err := harness.Start(harness.Spec{
-		Name: "ponder", Bin: "node",
-		Args: []string{filepath.Join(dir, "node_modules/ponder/dist/esm/bin/ponder.js"), "--root", dir, "--log-format", "json",
-			"start", "--schema", "bench", "--port", strconv.Itoa(port.Port)},
-		Env: []string{"DATABASE_URL=" + dbURL, "PONDER_RPC_URL=" + b.info.RPCURL, "PONDER_CHAIN_ID=" + strconv.FormatUint(b.info.ChainID, 10),
-			"PONDER_CONTRACT=" + contract.Hex(), "PONDER_END_BLOCK=" + strconv.FormatUint(last, 10), "PONDER_TELEMETRY_DISABLED=true"},
-		Stdout: logFile, Stderr: logFile,
-	})
+	pp, err := startPonder(dir, dbURL, b.info.RPCURL, b.info.ChainID, contract, "PONDER_END_BLOCK="+strconv.FormatUint(last, 10))
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _, _ = p.Stop(10 * time.Second) }()
+	defer pp.stop()
+	p, logFile := pp.proc, pp.log
 	res := &Ponder{Version: ponderVersion, Settings: "startBlock 0, endBlock the finalized block, maxRequestsPerSecond 100000, Postgres"}
 	var (
 		firstAt   time.Duration

@@ -66,7 +66,7 @@ func (b *bench) densePhase(ctx context.Context, o options, kind string) (*Dense,
 		bin = o.anvil
 	}
 	d := &Dense{Node: kind, PollerSettings: "defaults; POLL_INTERVAL=200ms", MachineLoadAtStart: loadAverage()}
-	n, err := startNode(ctx, kind, bin)
+	n, err := startNode(ctx, kind, bin, nodeOptions{})
 	if err != nil {
 		return nil, err
 	}

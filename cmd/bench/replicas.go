@@ -27,6 +27,11 @@ func (b *bench) startReplica(dbURL, logDir, name string, extra ...string) (*repl
 
 // startReplicaOn is startReplica for the node at rpcURL and contract.
 func (b *bench) startReplicaOn(rpcURL string, contract common.Address, dbURL, logDir, name string, extra ...string) (*replica, error) {
+	return b.startBinary(b.bin, rpcURL, contract, dbURL, logDir, name, extra...)
+}
+
+// startBinary is startReplicaOn running the poller binary bin.
+func (b *bench) startBinary(bin, rpcURL string, contract common.Address, dbURL, logDir, name string, extra ...string) (*replica, error) {
 	addr, err := harness.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -38,7 +43,7 @@ func (b *bench) startReplicaOn(rpcURL string, contract common.Address, dbURL, lo
 	// The child writes to its own copy of the descriptor.
 	defer f.Close()
 	p, err := harness.Start(harness.Spec{
-		Name: name, Bin: b.bin, Args: []string{"run"},
+		Name: name, Bin: bin, Args: []string{"run"},
 		Env: harness.PollerEnv(harness.Target{
 			DatabaseURL: dbURL, RPCURL: rpcURL, ChainID: b.info.ChainID, Contract: contract, HTTPAddr: addr.String(),
 		}, slices.Concat(extra, b.extraEnv)...),
@@ -96,4 +101,15 @@ func (b *bench) nodeKind() string {
 		return b.node.kind
 	}
 	return nodeSim
+}
+
+// polled says replica r has completed a poll (committed or idle, the lock
+// holder) or found the lock held (a standby): its start-up calls are
+// behind.
+func polled(ctx context.Context, r *replica) bool {
+	done := 0.0
+	for _, result := range []string{"committed", "idle", "standby"} {
+		done += metric(ctx, r.addr, `burnpoller_polls_total{result="`+result+`"}`)
+	}
+	return done >= 1
 }

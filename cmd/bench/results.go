@@ -56,6 +56,9 @@ type Results struct {
 	Dense []*Dense `json:"dense_real_node,omitempty"`
 	// Groups is the many-groups phase (-groups-only).
 	Groups *Groups `json:"groups,omitempty"`
+	// Cost is what following live chains costs at the provider
+	// (-cost-only).
+	Cost []*Cost `json:"cost,omitempty"`
 }
 
 // Rate is a count over a time.

@@ -8,9 +8,11 @@ import (
 	"math/big"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
@@ -81,6 +83,9 @@ func (b *bench) sparsePhase(ctx context.Context, o options) (*SparseFloor, []*Sp
 	}
 	b.log.Info("sparse chain seeded", slog.String("node", sc.node), slog.Uint64("head", sc.head), slog.Uint64("finalized", sc.finalized),
 		slog.Int("burns", o.sparseBurns), slog.Float64("seconds", seeded))
+	if o.seedOnly {
+		return nil, nil, sparseServe(ctx, o, sc)
+	}
 	floor, err := sparseFloor(ctx, o, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sparse floor: %w", err)
@@ -400,4 +405,26 @@ func lastLines(s string) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// sparseServe keeps the seeded sparse chain running behind the runs' proxy
+// (o.sparseLatency a request, eth_getLogs capped at o.sparseCap blocks in
+// Alchemy's words) until Ctrl-C, for runs timed by hand: it prints the
+// environment a poller needs.
+func sparseServe(ctx context.Context, o options, sc *sparseChain) error {
+	proxy, err := rpcfault.Start(sc.url)
+	if err != nil {
+		return err
+	}
+	defer proxy.Close()
+	proxy.Set(func(f *rpcfault.Faults) {
+		f.Latency = o.sparseLatency
+		f.RangeLimit, f.RangeStyle = o.sparseCap, rpcfault.StyleAlchemy
+	})
+	fmt.Fprintf(os.Stderr, "RPC_URL=%s CHAIN_ID=%d BURN_CONTRACT=%s  # finalized block %d, %d burns; Ctrl-C stops the node\n",
+		proxy.URL, sc.chainID, sc.contract.Hex(), sc.finalized, o.sparseBurns)
+	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-sig.Done()
+	return nil
 }

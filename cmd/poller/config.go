@@ -46,6 +46,7 @@ type Config struct {
 	MaxBlockRange        uint64        `envconfig:"MAX_BLOCK_RANGE" default:"2000" chain:"true" desc:"blocks per eth_getLogs call: unset, the first size, which grows up to 100000 on sparse chains while replies are small and fast and shrinks to what the provider accepts; set, also the most ever asked (a well-known CHAIN_ID has its own first size)"`
 	VerifyReceipts       bool          `envconfig:"VERIFY_RECEIPTS" default:"true" desc:"confirm every burn in its transaction's receipt (eth_getBlockReceipts) before it is credited"`
 	RPCQuorum            int           `envconfig:"RPC_QUORUM" default:"1" desc:"how many distinct RPC_URL endpoints must give the same target and burns before a range is credited"`
+	RPCComputeUnits      string        `envconfig:"RPC_COMPUTE_UNITS" default:"eth_blockNumber=10,eth_chainId=10,eth_getBlockByNumber=16,eth_getBlockByHash=21,eth_getLogs=75,eth_getTransactionReceipt=15,eth_getBlockReceipts=500" desc:"what the provider bills a call of each method (compute units), method=units comma-separated: weighs burnpoller_rpc_compute_units_total, and chooses a block's receipts one transaction at a time when that costs less; a method left out weighs 0 (default: Alchemy's table)"`
 	LockWait             time.Duration `envconfig:"LOCK_WAIT" derived:"min(5s, TX_TIMEOUT/6)" desc:"how long a standby replica waits for the cursor lock before retrying (lock_timeout); below TX_TIMEOUT"`
 	TxTimeout            time.Duration `envconfig:"TX_TIMEOUT" default:"30s" desc:"bound of one range's transaction, enforced by Postgres (statement and idle-in-transaction timeouts)"`
 	RPCTimeout           time.Duration `envconfig:"RPC_TIMEOUT" derived:"min(10s, TX_TIMEOUT/3)" desc:"bound of one JSON-RPC request; at most TX_TIMEOUT"`
@@ -210,6 +211,24 @@ func (c *Config) deriveTimeouts(set func(key string) bool) {
 	}
 }
 
+// computeUnits is RPC_COMPUTE_UNITS as a table: method=units pairs, the
+// units a number >= 0.
+func (c Config) computeUnits() (chain.Weights, error) {
+	w := chain.Weights{}
+	for _, kv := range strings.Split(c.RPCComputeUnits, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		method, units, ok := strings.Cut(kv, "=")
+		v, err := strconv.ParseFloat(strings.TrimSpace(units), 64)
+		if !ok || strings.TrimSpace(method) == "" || err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil, fmt.Errorf("%q is not method=units with units a number >= 0", kv)
+		}
+		w[strings.TrimSpace(method)] = v
+	}
+	return w, nil
+}
+
 // rangeGrowTo is the most blocks eth_getLogs ranges grow to on sparse
 // chains when MAX_BLOCK_RANGE is unset: 50 times the default first size,
 // hours to days of chain, and within what nodes without a cap answer fast.
@@ -340,6 +359,9 @@ func (c *Config) validateChain() []string {
 		p.add("BURN_CONTRACT: required, the contract's 0x address")
 	} else if _, err := poller.ParseContracts(c.BurnContract, checkAddress); err != nil {
 		p.add("BURN_CONTRACT: %v", err)
+	}
+	if _, err := c.computeUnits(); err != nil {
+		p.add("RPC_COMPUTE_UNITS: %v", err)
 	}
 	if n := len(c.rpcURLs()); c.RPCQuorum < 1 || (c.RPCURL != "" && c.RPCQuorum > n) {
 		p.add("RPC_QUORUM: %d is not between 1 and the number of RPC_URL endpoints (%d)", c.RPCQuorum, n)

@@ -50,6 +50,7 @@ var configDocs = map[string]string{ //nolint:gosec // variable names and doc pag
 	"MAX_BLOCK_RANGE":        "operations/providers.md#variables",
 	"VERIFY_RECEIPTS":        "operations/providers.md#variables",
 	"RPC_QUORUM":             "operations/providers.md#variables",
+	"RPC_COMPUTE_UNITS":      "operations/providers.md#variables",
 	"RPC_TIMEOUT":            "operations/providers.md#variables",
 	"BURN_CONTRACT":          "contracts.md#variables",
 	"START_BLOCK":            "contracts.md#variables",

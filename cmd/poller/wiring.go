@@ -66,6 +66,8 @@ func (c *command) open(readOnly bool) (*parts, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := poller.NewMetrics(reg, version, revision(), runtime.Version())
+	weights, _ := c.cfg.computeUnits() // validated with the configuration
+	metrics.WeighCalls(weights)
 	pool, err := database.Open(c.ctx, c.cfg.database(), readOnly, "burnpoller")
 	if err != nil {
 		return nil, fmt.Errorf("configuring the database pool: %w", err)
@@ -147,6 +149,7 @@ func dialEndpoints(ctx context.Context, cfg Config, obs chain.EndpointsObserver,
 		var copts chain.Options
 		copts.Timeout = cfg.RPCTimeout
 		copts.VerifyReceipts = cfg.VerifyReceipts
+		copts.Weights, _ = cfg.computeUnits() // validated with the configuration
 		if obs != nil {
 			copts.Observer = obs
 		}

@@ -125,6 +125,9 @@ type Faults struct {
 // Stats counts what the proxy did.
 type Stats struct {
 	Requests int // HTTP requests
+	// ResponseBytes counts the bytes of the HTTP bodies sent back to the
+	// client, as a provider counts what it serves (uncompressed).
+	ResponseBytes int64
 	// Calls counts the JSON-RPC calls by method (a batch's one each).
 	Calls          map[string]int
 	GetLogs        int // eth_getLogs calls seen
@@ -301,7 +304,9 @@ type httpFault struct {
 	body   []byte
 }
 
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	w := &countingWriter{ResponseWriter: rw}
+	defer func() { p.count(func(s *Stats) { s.ResponseBytes += w.n }) }()
 	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -391,6 +396,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		_ = json.NewEncoder(w).Encode(resps[0])
 	}
+}
+
+// countingWriter counts the bytes of a response body.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
 }
 
 // handle answers reqs: some synthesised here, the rest forwarded in one

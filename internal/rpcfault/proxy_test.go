@@ -242,3 +242,28 @@ func TestPrunedBelow(t *testing.T) {
 		t.Fatalf("single eth_getLogs below the pruning point: %+v", r)
 	}
 }
+
+// TestStatsCountEveryCallAndTheBytesServed: a batch is one request, each of
+// its members one call of its method, and the bytes are those of the bodies
+// the client received.
+func TestStatsCountEveryCallAndTheBytesServed(t *testing.T) {
+	t.Parallel()
+	p, _ := startProxy(t)
+	var served int64
+	for _, body := range []string{"[" + getLogs(1, 2) + "," + getLogs(3, 4) + "]", getLogs(5, 5)} {
+		resp, err := http.Post(p.URL, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		served += int64(len(b))
+	}
+	s := p.Stats()
+	if s.Requests != 2 || s.Calls["eth_getLogs"] != 3 || s.ResponseBytes != served || served == 0 {
+		t.Fatalf("requests %d, calls %v, bytes %d; want 2, 3 eth_getLogs, %d", s.Requests, s.Calls, s.ResponseBytes, served)
+	}
+}

@@ -6,6 +6,7 @@ package tcpfault
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +22,8 @@ type Proxy struct {
 	wake        chan struct{} // closed when the partition heals
 	closed      bool
 	wg          sync.WaitGroup
+	// toClient counts the bytes forwarded from the target to clients.
+	toClient atomic.Int64
 }
 
 // Start listens on a free local port and forwards to target.
@@ -66,6 +69,10 @@ func (p *Proxy) Partition(on bool) {
 		p.wake = make(chan struct{})
 	}
 }
+
+// BytesToClients is how many bytes the proxy has forwarded from the target
+// to its clients, over every connection.
+func (p *Proxy) BytesToClients() int64 { return p.toClient.Load() }
 
 // SetLatency delays every chunk of data by d in each direction.
 func (p *Proxy) SetLatency(d time.Duration) {
@@ -148,13 +155,14 @@ func (p *Proxy) serve(client net.Conn) {
 	defer p.track(server, false)
 	defer server.Close()
 	done := make(chan struct{}, 2)
-	go func() { p.pipe(server, client); done <- struct{}{} }()
-	go func() { p.pipe(client, server); done <- struct{}{} }()
+	go func() { p.pipe(server, client, nil); done <- struct{}{} }()
+	go func() { p.pipe(client, server, &p.toClient); done <- struct{}{} }()
 	<-done
 }
 
-// pipe copies src to dst chunk by chunk, honouring partitions and latency.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst chunk by chunk, honouring partitions and latency,
+// and adds the bytes written to counted when set.
+func (p *Proxy) pipe(dst, src net.Conn, counted *atomic.Int64) {
 	defer dst.Close()
 	buf := make([]byte, 32<<10)
 	for {
@@ -167,7 +175,11 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 			if d > 0 {
 				time.Sleep(d)
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			w, werr := dst.Write(buf[:n])
+			if counted != nil {
+				counted.Add(int64(w))
+			}
+			if werr != nil {
 				return
 			}
 		}
