@@ -135,11 +135,11 @@ func (t *RangeTx) Recheck(ctx context.Context, from int64, rc chain.Recheck) (cl
 	if err != nil {
 		return false, err
 	}
-	want := make(map[ledgerKey]payments.Payment, len(ps))
+	want := make(map[payments.Key]payments.Payment, len(ps))
 	txs := make([]string, 0, len(ps))
 	for _, p := range ps {
 		if covered(p.Contract, p.BlockNumber) {
-			want[ledgerKey{p.TxHash, p.LogIndex}] = p
+			want[p.Key()] = p
 			txs = append(txs, p.TxHash)
 		}
 	}
@@ -152,7 +152,7 @@ func (t *RangeTx) Recheck(ctx context.Context, from int64, rc chain.Recheck) (cl
 		if !covered(r.Contract, r.BlockNumber) {
 			continue
 		}
-		p, ok := want[ledgerKey{r.TxHash, r.LogIndex}]
+		p, ok := want[r.Key()]
 		if !ok || !samePayment(r.Payment, p) {
 			return false, nil
 		}
