@@ -21,7 +21,7 @@ FUZZTIME ?=
 all: build
 
 build:
-	go build -buildvcs=true -o bin/poller ./cmd/poller
+	go build -buildvcs=true -o bin/poller ./config
 	go build -o bin/devchain ./cmd/devchain
 	go build -o bin/webhook-receiver ./cmd/webhook-receiver
 
@@ -103,7 +103,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzParseRangeLimit$$' -fuzztime $(or $(FUZZTIME),250000x) ./chain
 	go test -run '^$$' -fuzz '^FuzzClassifyReply$$' -fuzztime $(or $(FUZZTIME),150000x) ./chain
 	go test -run '^$$' -fuzz '^FuzzRPCLogDecodesAsTypesLog$$' -fuzztime $(or $(FUZZTIME),250000x) ./chain
-	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(or $(FUZZTIME),20000x) ./cmd/poller
+	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(or $(FUZZTIME),20000x) ./config
 	go test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(or $(FUZZTIME),150000x) ./database
 
 # Recompiles contracts/src with the solc pinned in contracts/package.json and

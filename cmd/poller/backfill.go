@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
@@ -85,7 +86,7 @@ func rangeCommand(fs *flag.FlagSet, args []string, from *int64, to *blockArg, st
 	} else if to.n >= 0 && *from > to.n {
 		problems = append(problems, fmt.Sprintf("%s: --from %d is after --to %d", fs.Name(), *from, to.n))
 	}
-	return newCommand(stderr, scopeRun, problems)
+	return newCommand(stderr, config.ScopeRun, problems)
 }
 
 func cmdBackfill(args []string, stdout, stderr io.Writer) int {
@@ -119,7 +120,7 @@ func cmdBackfill(args []string, stdout, stderr io.Writer) int {
 	wcfg.IgnoreGroupHook = *ignoreHook
 	w := poller.NewWriter(wcfg, pt.store, pt.nodes, pt.metrics, log)
 
-	id := poller.BackfillID(c.cfg.cursorID(), wcfg.Contracts, *from, to.String())
+	id := poller.BackfillID(c.cfg.GroupCursor(), wcfg.Contracts, *from, to.String())
 	rep := newReporter(stderr, log)
 	prog, err := poller.Backfill(ctx, w, poller.BackfillConfig{
 		ID: id, From: *from, To: to.n, Chunk: *chunk, Restart: *restart, Progress: rep.update,

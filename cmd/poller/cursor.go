@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
@@ -46,12 +47,12 @@ func cmdCursorShow(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	return dbCommand(stderr, func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int {
+	return dbCommand(stderr, func(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpool.Pool) int {
 		return showCursors(ctx, cfg, log, pool, *asJSON, stdout)
 	})
 }
 
-func showCursors(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool, asJSON bool, stdout io.Writer) int {
+func showCursors(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpool.Pool, asJSON bool, stdout io.Writer) int {
 	cursors, err := payments.NewStore(pool).Cursors(ctx)
 	if err != nil {
 		log.Error("reading cursors", slog.Any("err", err))
@@ -60,7 +61,7 @@ func showCursors(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpoo
 	// With the group configured, show its cursor alone.
 	if id := cursorIDIfConfigured(cfg); id != "" {
 		if cfg.CursorID == "" {
-			if id, err = poller.ResolveGroup(ctx, payments.NewStore(pool), cfg.ChainID, poller.Addresses(cfg.contracts()), id); err != nil {
+			if id, err = poller.ResolveGroup(ctx, payments.NewStore(pool), cfg.ChainID, poller.Addresses(cfg.Contracts()), id); err != nil {
 				log.Error("finding the group", slog.Any("err", err))
 				return exitFailure
 			}
@@ -108,12 +109,12 @@ func showCursors(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpoo
 
 // cursorIDIfConfigured is the configured group's cursor id, or "" when
 // neither CURSOR_ID nor CHAIN_ID and BURN_CONTRACT are set.
-func cursorIDIfConfigured(cfg Config) string {
+func cursorIDIfConfigured(cfg config.Config) string {
 	if cfg.CursorID != "" {
 		return cfg.CursorID
 	}
 	if cfg.ChainID != 0 && cfg.BurnContract != "" {
-		return cfg.cursorID()
+		return cfg.GroupCursor()
 	}
 	return ""
 }
@@ -141,7 +142,7 @@ func cmdCursorReset(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	c, code := newCommand(stderr, scopeRun, nil)
+	c, code := newCommand(stderr, config.ScopeRun, nil)
 	if c == nil {
 		return code
 	}
@@ -168,9 +169,9 @@ func resetCursor(c *command, to int64, opts poller.ResetOptions, reason string, 
 	if err := service.Ready(ctx, pt.deps(log)); err != nil {
 		return err
 	}
-	id := c.cfg.cursorID()
+	id := c.cfg.GroupCursor()
 	if c.cfg.CursorID == "" {
-		if id, err = poller.ResolveGroup(ctx, pt.store, c.cfg.ChainID, poller.Addresses(c.cfg.contracts()), id); err != nil {
+		if id, err = poller.ResolveGroup(ctx, pt.store, c.cfg.ChainID, poller.Addresses(c.cfg.Contracts()), id); err != nil {
 			return err
 		}
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/service"
@@ -120,15 +121,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-func cmdConfig(stdout, stderr io.Writer) int {
-	_, problems := loadConfig(scopeRun)
-	if err := printConfig(stdout); err != nil {
-		fmt.Fprintln(stderr, "poller config:", err)
-		return exitFailure
-	}
-	return reportProblems(stderr, problems)
-}
-
 func reportProblems(stderr io.Writer, problems []string) int {
 	for _, p := range problems {
 		fmt.Fprintln(stderr, "poller: config:", p)
@@ -140,10 +132,10 @@ func reportProblems(stderr io.Writer, problems []string) int {
 }
 
 func cmdMigrate(stdout, stderr io.Writer) int {
-	return dbCommand(stderr, func(ctx context.Context, cfg Config, log *slog.Logger, _ *pgxpool.Pool) int {
+	return dbCommand(stderr, func(ctx context.Context, cfg config.Config, log *slog.Logger, _ *pgxpool.Pool) int {
 		// tern holds a session lock: DATABASE_DIRECT_URL when
 		// DATABASE_URL goes through a transaction pooler.
-		sessions, err := database.OpenSessions(ctx, cfg.database(), "burnpoller")
+		sessions, err := database.OpenSessions(ctx, cfg.Database(), "burnpoller")
 		if err != nil {
 			log.Error("connecting to the database", slog.Any("err", err))
 			return exitUsage
@@ -168,13 +160,13 @@ func cmdMigrate(stdout, stderr io.Writer) int {
 
 // dbCommand runs f, a one-shot command that needs only the database, with
 // its configuration, a logger, signal handling and a pool.
-func dbCommand(stderr io.Writer, f func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int) int {
-	c, code := newCommand(stderr, scopeMigrate, nil)
+func dbCommand(stderr io.Writer, f func(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpool.Pool) int) int {
+	c, code := newCommand(stderr, config.ScopeMigrate, nil)
 	if c == nil {
 		return code
 	}
 	defer c.stop()
-	pool, err := database.Open(c.ctx, c.cfg.database(), false, "burnpoller")
+	pool, err := database.Open(c.ctx, c.cfg.Database(), false, "burnpoller")
 	if err != nil {
 		c.log.Error("connecting to the database", slog.Any("err", err))
 		return exitFailure

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
@@ -26,7 +27,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "poller run: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
-	c, code := newCommand(stderr, scopeRun, nil)
+	c, code := newCommand(stderr, config.ScopeRun, nil)
 	if c == nil {
 		return code
 	}
@@ -40,8 +41,8 @@ func cmdRun(args []string, stderr io.Writer) int {
 	// Webhook deliveries use a pool of their own, so that a slow endpoint
 	// never holds a connection the ledger needs.
 	var dispatcher *webhooks.Dispatcher
-	if wcfg, ok := c.cfg.webhookConfig(); ok && !*until {
-		hookPool, err := database.Open(c.ctx, c.cfg.database(), false, "burnpoller-webhooks")
+	if wcfg, ok := c.cfg.WebhookConfig(); ok && !*until {
+		hookPool, err := database.Open(c.ctx, c.cfg.Database(), false, "burnpoller-webhooks")
 		if err != nil {
 			c.log.Error("starting", slog.Any("err", err))
 			return exitFailure
@@ -57,8 +58,8 @@ func cmdRun(args []string, stderr io.Writer) int {
 		Prep:   c.prep(),
 		Writer: c.writerConfig(),
 		Loop: poller.LoopConfig{
-			CursorID:       c.cfg.cursorID(),
-			StartBlock:     poller.GroupStart(c.cfg.contracts(), c.cfg.StartBlock),
+			CursorID:       c.cfg.GroupCursor(),
+			StartBlock:     poller.GroupStart(c.cfg.Contracts(), c.cfg.StartBlock),
 			PollInterval:   c.cfg.PollInterval,
 			RescanDepth:    c.cfg.RescanDepth,
 			RescanInterval: c.cfg.RescanInterval,

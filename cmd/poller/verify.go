@@ -42,9 +42,9 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		return exitUnverified
 	}
 	if *chunk == 0 {
-		*chunk = cfg.maxRange()
+		*chunk = cfg.MaxRange()
 	}
-	v := poller.NewVerifier(pt.store, pt.nodes, cfg.ChainID, poller.Addresses(cfg.contracts()))
+	v := poller.NewVerifier(pt.store, pt.nodes, cfg.ChainID, poller.Addresses(cfg.Contracts()))
 	rep, err := v.Verify(ctx, *from, to.n, *chunk)
 	if err != nil {
 		log.Error("verify could not complete", slog.Any("err", err))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/webhooks"
 )
 
@@ -45,7 +46,7 @@ func cmdWebhooksStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "poller webhooks status: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
-	return dbCommand(stderr, func(ctx context.Context, _ Config, log *slog.Logger, pool *pgxpool.Pool) int {
+	return dbCommand(stderr, func(ctx context.Context, _ config.Config, log *slog.Logger, pool *pgxpool.Pool) int {
 		st, err := webhooks.Status(ctx, pool, true)
 		if err != nil {
 			log.Error("reading webhook status", slog.Any("err", err))
@@ -91,7 +92,7 @@ func cmdWebhooksRetry(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "poller webhooks retry: give exactly one of --dead or --seq N (N > 0)\n")
 		return exitUsage
 	}
-	return dbCommand(stderr, func(ctx context.Context, _ Config, log *slog.Logger, pool *pgxpool.Pool) int {
+	return dbCommand(stderr, func(ctx context.Context, _ config.Config, log *slog.Logger, pool *pgxpool.Pool) int {
 		if *dead {
 			n, err := webhooks.RetryDead(ctx, pool)
 			if err != nil {

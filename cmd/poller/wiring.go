@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
@@ -27,7 +28,7 @@ import (
 // command is what every subcommand starts from: its configuration, a logger
 // and a context cancelled by the first SIGTERM or SIGINT.
 type command struct {
-	cfg Config
+	cfg config.Config
 	log *slog.Logger
 	ctx context.Context //nolint:containedctx // the process's: cancelled by the first SIGTERM or SIGINT
 	// stop releases the signal handlers; signalled tells which signal, if
@@ -40,8 +41,8 @@ type command struct {
 // with flagProblems first, one line each; it returns nil and exit code 2
 // when there are any. Signal handlers are installed before anything else
 // starts, so that a signal during start-up gets the same orderly shutdown.
-func newCommand(stderr io.Writer, s scope, flagProblems []string) (*command, int) {
-	cfg, problems := loadConfig(s)
+func newCommand(stderr io.Writer, s config.Scope, flagProblems []string) (*command, int) {
+	cfg, problems := config.Load(s)
 	if code := reportProblems(stderr, append(flagProblems, problems...)); code != exitOK {
 		return nil, code
 	}
@@ -66,13 +67,13 @@ func (c *command) open(readOnly bool) (*parts, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := poller.NewMetrics(reg, version, revision(), runtime.Version())
-	pool, err := database.Open(c.ctx, c.cfg.database(), readOnly, "burnpoller")
+	pool, err := database.Open(c.ctx, c.cfg.Database(), readOnly, "burnpoller")
 	if err != nil {
 		return nil, fmt.Errorf("configuring the database pool: %w", err)
 	}
 	store := payments.NewStore(pool)
 	reg.MustRegister(poller.NewQueueUsageCollector(store.NotificationQueueUsage, 2*time.Second))
-	sessions, err := database.OpenSessions(c.ctx, c.cfg.database(), "burnpoller-session")
+	sessions, err := database.OpenSessions(c.ctx, c.cfg.Database(), "burnpoller-session")
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("configuring the database pool: %w", err)
@@ -102,9 +103,9 @@ func (p *parts) deps(log *slog.Logger) service.Deps {
 func (c *command) writerConfig() poller.WriterConfig {
 	return poller.WriterConfig{
 		ChainID:       c.cfg.ChainID,
-		Contracts:     poller.Addresses(c.cfg.contracts()),
+		Contracts:     poller.Addresses(c.cfg.Contracts()),
 		Group:         c.groupConfig(),
-		MaxBlockRange: c.cfg.maxRange(),
+		MaxBlockRange: c.cfg.MaxRange(),
 		LockWait:      c.cfg.LockWait,
 		TxTimeout:     c.cfg.TxTimeout,
 	}
@@ -112,8 +113,8 @@ func (c *command) writerConfig() poller.WriterConfig {
 
 // groupConfig is the live group's cursor and its contracts' first blocks.
 func (c *command) groupConfig() *poller.GroupConfig {
-	cs := c.cfg.contracts()
-	g := &poller.GroupConfig{CursorID: c.cfg.cursorID(), DefaultID: c.cfg.CursorID == "", AllowRemoval: c.cfg.AllowContractRemoval}
+	cs := c.cfg.Contracts()
+	g := &poller.GroupConfig{CursorID: c.cfg.GroupCursor(), DefaultID: c.cfg.CursorID == "", AllowRemoval: c.cfg.AllowContractRemoval}
 	for _, ct := range cs {
 		g.FirstBlocks = append(g.FirstBlocks, ct.FirstBlock(c.cfg.StartBlock))
 	}
@@ -124,7 +125,7 @@ func (c *command) groupConfig() *poller.GroupConfig {
 func (c *command) prep() service.Prep {
 	return service.Prep{
 		ChainID:          c.cfg.ChainID,
-		Contracts:        poller.Addresses(c.cfg.contracts()),
+		Contracts:        poller.Addresses(c.cfg.Contracts()),
 		Migrate:          c.cfg.Migrate,
 		HookSQL:          c.cfg.PaymentHookSQL,
 		ReplaceGroupHook: c.cfg.AllowHookChange,
@@ -141,9 +142,9 @@ func exitCode(err error) int {
 
 // dialEndpoints prepares a client for each RPC_URL endpoint.
 // A nil obs discards the observations.
-func dialEndpoints(ctx context.Context, cfg Config, obs chain.EndpointsObserver, log *slog.Logger) (*chain.Endpoints, error) {
+func dialEndpoints(ctx context.Context, cfg config.Config, obs chain.EndpointsObserver, log *slog.Logger) (*chain.Endpoints, error) {
 	var clients []*chain.Client
-	for _, u := range cfg.rpcURLs() {
+	for _, u := range cfg.RPCURLs() {
 		var copts chain.Options
 		copts.Timeout = cfg.RPCTimeout
 		copts.VerifyReceipts = cfg.VerifyReceipts
@@ -164,12 +165,12 @@ func dialEndpoints(ctx context.Context, cfg Config, obs chain.EndpointsObserver,
 		Finality:      chain.Finality(cfg.Finality),
 		Confirmations: cfg.Confirmations,
 		MaxRange:      cfg.MaxBlockRange,
-		GrowTo:        cfg.maxRange(),
+		GrowTo:        cfg.MaxRange(),
 		Quorum:        cfg.RPCQuorum,
 	}, obs, log), nil
 }
 
-func newLogger(cfg Config, w io.Writer) *slog.Logger {
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[cfg.LogLevel]
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "text" {
