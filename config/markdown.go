@@ -50,11 +50,13 @@ var configDocs = map[string]string{ //nolint:gosec // variable names and doc pag
 	"WEBHOOK_EVENTS":         "webhooks.md#variables",
 	"WEBHOOK_TIMEOUT":        "webhooks.md#variables",
 	"WEBHOOK_MAX_AGE":        "webhooks.md#variables",
+	"GROUPS":                 "groups.md#variables",
 }
 
-// configMarkdown writes docs/configuration.md: every variable of Config in
-// the struct's order, with its default and its description taken from the
-// struct's own tags, and the table of chain defaults. It reads nothing from
+// Markdown writes docs/configuration.md: every variable of Config in the
+// struct's order, with its default, its description and whether it is a
+// group's taken from the struct's own tags, and the table of chain
+// defaults. It reads nothing from
 // the environment, so its output depends only on the source.
 func Markdown(w io.Writer) error {
 	var b strings.Builder
@@ -62,11 +64,20 @@ func Markdown(w io.Writer) error {
 
 # Configuration
 
-All from the environment (no prefix). These names are an interface; scripts
-and other tools drive the binary through them. Bad configuration is reported
-all at once, one line per problem, and exits 2. ` + "`poller config`" + ` prints
-every variable with its default, its current value (secrets redacted) and
-its meaning; ` + "`poller config --markdown`" + ` prints this page.
+All from the environment. These names are an interface; scripts and other
+tools drive the binary through them. Bad configuration is reported all at
+once, one line per problem naming its variable (and its group), and exits 2.
+` + "`poller config`" + ` prints every variable with its default, its current value
+(secrets redacted) and its meaning, each group's too; ` + "`poller config --markdown`" + `
+prints this page.
+
+Without ` + "`GROUPS`" + `, the variables below are read as they are: one process, one
+group. With ` + "`GROUPS=eth,base`" + `, a group's variables (the "per group" column)
+are read under its name as a prefix, ` + "`ETH_RPC_URL`" + `, ` + "`BASE_CHAIN_ID`" + `: those
+marked *own* must be set under the prefix, those marked *shared* fall back to
+the unprefixed variable, which then serves every group that does not set
+its own (envconfig's prefix mechanism). See [many groups, one
+deployment](groups.md).
 
 `)
 	t := reflect.TypeFor[Config]()
@@ -79,7 +90,7 @@ its meaning; ` + "`poller config --markdown`" + ` prints this page.
 	}
 	fmt.Fprintf(&b, "Required: %s; `WEBHOOK_SECRET` with `WEBHOOK_URL`.\nThe variables marked secret are never printed: `poller config` and every\nlog line show them redacted.\n\n", strings.Join(required, ", "))
 
-	b.WriteString("| variable | default | meaning | more |\n|---|---|---|---|\n")
+	b.WriteString("| variable | default | meaning | per group | more |\n|---|---|---|---|---|\n")
 	for i := range t.NumField() {
 		tag := t.Field(i).Tag
 		key := tag.Get("envconfig")
@@ -107,7 +118,8 @@ its meaning; ` + "`poller config --markdown`" + ` prints this page.
 			file, _, _ := strings.Cut(page, "#")
 			more = fmt.Sprintf("[%s](%s)", file, page)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", key, def, cell(desc), more)
+		per := map[string]string{"own": "own", "shared": "shared", "": "-"}[tag.Get("group")]
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", key, def, cell(desc), per, more)
 	}
 
 	b.WriteString(`

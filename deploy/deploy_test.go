@@ -51,7 +51,8 @@ func knownMetrics(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := map[string]bool{"burnpoller_ready": true, "up": true} // burnpoller_ready is served by cmd/poller
+	// burnpoller_ready and burnpoller_needs_operator are the service's.
+	known := map[string]bool{"burnpoller_ready": true, "burnpoller_needs_operator": true, "up": true}
 	for _, f := range fams {
 		known[f.GetName()] = true
 	}
@@ -102,6 +103,129 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 		}
 	}
 	checkExprs(t, "dashboard", exprs, knownMetrics(t))
+}
+
+// groupMetrics are the metrics of a group: with GROUPS each carries a
+// group label (the process's own, burnpoller_build_info, the webhooks' and
+// the notification queue's, do not).
+func groupMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m := poller.NewGroupMetrics(reg)
+	m.RPC("e", "m", "transient", 0)
+	m.Lagging("e", 1)
+	m.RangeLimit("e", 1)
+	m.Active("e")
+	m.NodeFault("e", "hidden_burn", 1)
+	m.Disagreement("e")
+	m.ContractBackfill.WithLabelValues("0x").Set(0)
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{"burnpoller_ready": true, "burnpoller_needs_operator": true}
+	for _, f := range fams {
+		out[f.GetName()] = true
+	}
+	return out
+}
+
+// aggregation is a PromQL aggregation and its by clause, if any.
+var aggregation = regexp.MustCompile(`\b(sum|min|max|avg|count|topk|bottomk|quantile)\s*(by\s*\(([^)]*)\))?\s*\(`)
+
+// keepsTheGroup says what in expr would merge groups: an aggregation
+// without group in its by clause, in an expression over a group's metric;
+// and, when selector is set, a group's metric not filtered by it.
+func keepsTheGroup(expr string, groups map[string]bool, selector string) []string {
+	var problems []string
+	grouped := false
+	for _, m := range metricName.FindAllStringSubmatchIndex(expr, -1) {
+		name := expr[m[2]:m[3]]
+		name = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+		if !groups[name] {
+			continue
+		}
+		grouped = true
+		if selector != "" && !strings.HasPrefix(expr[m[3]:], "{"+selector) {
+			problems = append(problems, name+" is not filtered by "+selector)
+		}
+	}
+	if !grouped {
+		return problems
+	}
+	for _, a := range aggregation.FindAllStringSubmatch(expr, -1) {
+		if !slices.Contains(strings.Fields(strings.ReplaceAll(a[3], ",", " ")), "group") {
+			problems = append(problems, fmt.Sprintf("%q merges the groups", strings.TrimSpace(a[0])))
+		}
+	}
+	return problems
+}
+
+// TestAlertsAndDashboardAreByGroup: every alert and dashboard query over a
+// group's metrics keeps the group apart (by (…, group)), and the
+// dashboard's follow its group variable, so that they read the same for a
+// replica set of one group (no group label) as before and per group for
+// one serving several. The alerts' tests (alerts_test.yml, promtool) run
+// both.
+func TestAlertsAndDashboardAreByGroup(t *testing.T) {
+	groups := groupMetrics(t)
+	b, err := os.ReadFile("prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			for _, p := range keepsTheGroup(r.Expr, groups, "") {
+				t.Errorf("alert %s: %s", r.Alert, p)
+			}
+		}
+	}
+	b, err = os.ReadFile("grafana/dashboards/burnpoller.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name     string `json:"name"`
+				AllValue string `json:"allValue"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	// "All" must match series without a group label too (one group).
+	if len(dash.Templating.List) != 1 || dash.Templating.List[0].Name != "group" || dash.Templating.List[0].AllValue != ".*" {
+		t.Fatalf("the dashboard's variables are %+v, want group with All = .*", dash.Templating.List)
+	}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, problem := range keepsTheGroup(tg.Expr, groups, `group=~"$group"`) {
+				t.Errorf("panel %q: %s", p.Title, problem)
+			}
+		}
+	}
+	if problems := keepsTheGroup(`max(burnpoller_cursor_block)`, groups, ""); len(problems) != 1 {
+		t.Fatalf("the check does not see an aggregation that merges groups: %v", problems)
+	}
 }
 
 // runbook is where the alerts' runbook annotations point, from the

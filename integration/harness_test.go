@@ -369,8 +369,15 @@ func chainBurns(t *testing.T, rpcURL string, contract common.Address, to uint64)
 
 func tableRows(t *testing.T, pool *pgxpool.Pool) []ledgerRow {
 	t.Helper()
+	return tableRowsWhere(t, pool, "true")
+}
+
+// tableRowsWhere are the payments that match cond, a condition with $1…
+// taken from args.
+func tableRowsWhere(t *testing.T, pool *pgxpool.Pool, cond string, args ...any) []ledgerRow {
+	t.Helper()
 	rows, err := pool.Query(context.Background(),
-		`SELECT tx_hash, log_index, block_number, block_hash, payer, digest, amount::text FROM payments`)
+		`SELECT tx_hash, log_index, block_number, block_hash, payer, digest, amount::text FROM payments WHERE `+cond, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

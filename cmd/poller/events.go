@@ -15,7 +15,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/consume"
 	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/payments"
@@ -59,7 +58,8 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "poller %s: --since %d is negative\n", name, *since)
 		return exitUsage
 	}
-	return dbCommand(stderr, func(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpool.Pool) int {
+	return dbCommand(stderr, nil, func(ctx context.Context, c *command, pool *pgxpool.Pool) int {
+		cfg, log := c.cfg, c.log
 		p := &eventPrinter{store: payments.NewStore(pool), pool: pool, w: stdout, asJSON: *asJSON, now: time.Now}
 		start, err := startPosition(ctx, pool, *since, name == "tail")
 		if err != nil {

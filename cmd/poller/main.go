@@ -132,10 +132,11 @@ func reportProblems(stderr io.Writer, problems []string) int {
 }
 
 func cmdMigrate(stdout, stderr io.Writer) int {
-	return dbCommand(stderr, func(ctx context.Context, cfg config.Config, log *slog.Logger, _ *pgxpool.Pool) int {
+	return dbCommand(stderr, nil, func(ctx context.Context, c *command, _ *pgxpool.Pool) int {
+		log := c.log
 		// tern holds a session lock: DATABASE_DIRECT_URL when
 		// DATABASE_URL goes through a transaction pooler.
-		sessions, err := database.OpenSessions(ctx, cfg.Database(), "burnpoller")
+		sessions, err := database.OpenSessions(ctx, c.cfg.Database(), "burnpoller")
 		if err != nil {
 			log.Error("connecting to the database", slog.Any("err", err))
 			return exitUsage
@@ -159,9 +160,10 @@ func cmdMigrate(stdout, stderr io.Writer) int {
 }
 
 // dbCommand runs f, a one-shot command that needs only the database, with
-// its configuration, a logger, signal handling and a pool.
-func dbCommand(stderr io.Writer, f func(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpool.Pool) int) int {
-	c, code := newCommand(stderr, config.ScopeMigrate, nil)
+// its configuration (of the group --group names, if group is set), a
+// logger, signal handling and a pool.
+func dbCommand(stderr io.Writer, group *groupArg, f func(ctx context.Context, c *command, pool *pgxpool.Pool) int) int {
+	c, code := newCommand(stderr, config.ScopeMigrate, nil, group)
 	if c == nil {
 		return code
 	}
@@ -172,5 +174,5 @@ func dbCommand(stderr io.Writer, f func(ctx context.Context, cfg config.Config, 
 		return exitFailure
 	}
 	defer pool.Close()
-	return f(c.ctx, c.cfg, c.log, pool)
+	return f(c.ctx, c, pool)
 }

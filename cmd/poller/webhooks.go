@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/webhooks"
 )
 
@@ -46,7 +45,8 @@ func cmdWebhooksStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "poller webhooks status: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
-	return dbCommand(stderr, func(ctx context.Context, _ config.Config, log *slog.Logger, pool *pgxpool.Pool) int {
+	return dbCommand(stderr, nil, func(ctx context.Context, c *command, pool *pgxpool.Pool) int {
+		log := c.log
 		st, err := webhooks.Status(ctx, pool, true)
 		if err != nil {
 			log.Error("reading webhook status", slog.Any("err", err))
@@ -92,7 +92,8 @@ func cmdWebhooksRetry(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "poller webhooks retry: give exactly one of --dead or --seq N (N > 0)\n")
 		return exitUsage
 	}
-	return dbCommand(stderr, func(ctx context.Context, _ config.Config, log *slog.Logger, pool *pgxpool.Pool) int {
+	return dbCommand(stderr, nil, func(ctx context.Context, c *command, pool *pgxpool.Pool) int {
+		log := c.log
 		if *dead {
 			n, err := webhooks.RetryDead(ctx, pool)
 			if err != nil {
