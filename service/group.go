@@ -85,6 +85,14 @@ func (g *group) run(ctx context.Context, schema <-chan struct{}) error {
 		resolved := *gc
 		resolved.CursorID, wcfg.Group, lc.CursorID = id, &resolved, id
 	}
+	if g.s.cfg.Spread != nil {
+		// Listed while the loop is healthy: a group whose loop latched or
+		// keeps failing here is left to the others.
+		lc.Holder = g.s.cfg.Spread.Serve(lc.CursorID, func() bool {
+			l := g.running.Load()
+			return l != nil && l.Health() == nil
+		})
+	}
 	g.s.startWebhooks(ctx)
 	writer := poller.NewWriter(wcfg, g.s.deps.Store, g.cfg.Nodes, g.cfg.Metrics, g.log)
 	lc.DrainTimeout = g.s.cfg.ShutdownTimeout - g.s.drainReserve()

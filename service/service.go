@@ -21,6 +21,7 @@ import (
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/probe"
+	"github.com/burnpoller/burnpoller/spread"
 	"github.com/burnpoller/burnpoller/webhooks"
 )
 
@@ -42,6 +43,11 @@ type Config struct {
 	// moment the first group's start-up checks pass until the replica
 	// stops.
 	Webhooks *webhooks.Dispatcher
+	// Spread, if set, spreads the groups over the replica set: the
+	// replica's membership beats from the moment the schema is ready, each
+	// group it serves is listed while its loop is healthy, and each loop
+	// follows its group's preferred holder (poller.LoopConfig.Holder).
+	Spread *spread.Members
 }
 
 // named says the groups have names (GROUPS): each is served on its own,
@@ -189,10 +195,14 @@ func (s *Service) run(stop context.Context) error {
 		if err != nil {
 			cancel(err)
 		} else {
+			s.startSpread(ctx)
 			close(schema)
 		}
 		dbDone <- err
 	}()
+	if s.cfg.Spread != nil {
+		defer s.cfg.Spread.Stop()
+	}
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -263,6 +273,14 @@ func (s *Service) prepareDatabase(ctx, stop context.Context) error {
 		return err
 	}
 	return st.schema(ctx, stop)
+}
+
+// startSpread starts the replica's membership, once the schema holds its
+// table.
+func (s *Service) startSpread(ctx context.Context) {
+	if s.cfg.Spread != nil {
+		_ = s.cfg.Spread.Start(ctx)
+	}
 }
 
 // startWebhooks starts the dispatcher once, when the first group is ready

@@ -11,6 +11,7 @@ import (
 	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
+	"github.com/burnpoller/burnpoller/spread"
 	"github.com/burnpoller/burnpoller/webhooks"
 )
 
@@ -62,6 +63,16 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	for _, g := range pt.groups {
 		scfg.Groups = append(scfg.Groups, serviceGroup(g, *until))
+	}
+	if c.set.Named() && !*until {
+		// The replica set spreads the groups: each has a preferred holder
+		// among the live replicas, beaten as often as the quickest group
+		// polls.
+		quickest := c.set.Groups[0].PollInterval
+		for _, g := range c.set.Groups {
+			quickest = min(quickest, g.PollInterval)
+		}
+		scfg.Spread = spread.New(pt.pool, spread.ForPollInterval(quickest), c.log)
 	}
 	svc, err := service.New(scfg, pt.deps(c.log), pt.reg)
 	if err != nil {
