@@ -161,6 +161,12 @@ func (c *Config) Contracts() []poller.Contract {
 	return cs
 }
 
+// CheckedContracts are BURN_CONTRACT's contracts, or why they are not (for
+// a command that did not validate the group: ScopeMigrate).
+func (c *Config) CheckedContracts() ([]poller.Contract, error) {
+	return poller.ParseContracts(c.BurnContract, checkAddress)
+}
+
 // RPCURLs splits RPC_URL into its endpoints.
 func (c *Config) RPCURLs() []string {
 	var out []string

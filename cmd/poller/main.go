@@ -48,23 +48,27 @@ const usage = `usage: poller [run|backfill|verify|cursor|events|tail|webhooks|mi
                              with --until-finalized, exit 0 once caught up with the target
   backfill --from N --to M   record every burn of blocks N..M (M may be "finalized") in chunks, each
              [--restart] [--chunk K]   its own transaction; resumable; one JSON summary on stdout
-             [--allow-hook-mismatch]
+             [--allow-hook-mismatch] [--group NAME]
   verify --from N --to M     compare the chain's burns with the payments table; exit 0 clean, 1 on
-             [--json]        discrepancies, 3 when it could not complete; never writes
+             [--json] [--group NAME]   discrepancies, 3 when it could not complete; never writes
   events [--since SEQ]       print payment events (seen, retracted, confirmed) in seq order, after SEQ
          [--follow] [--json] (default: all); --follow keeps printing them as they commit
   tail [--since SEQ] [--json]  events --follow, from the events committed after it starts
   webhooks status [--json]   per endpoint: backlog, oldest undelivered, retrying, dead letters
+         [--group NAME]      (of one group's events)
   webhooks retry --dead      re-arm every dead-lettered delivery
   webhooks retry --seq N     send event N again to every endpoint subscribed to its kind
   migrate                    apply database migrations and exit
-  cursor show [--json]       print the cursor
+  cursor show [--json]       print the cursor (with GROUPS, every group's)
+         [--group NAME]
   cursor reset --to N        set the cursor to block N (after 'poller verify'; clears a finality violation)
-             [--wait] [--allow-skip] [--reason TEXT]
+             [--wait] [--allow-skip] [--reason TEXT] [--group NAME]
   config                     print every environment variable with default, value and meaning
   config --markdown          print docs/configuration.md, the reference of every variable
   version                    print the version and the revision it was built from
 
+With GROUPS, --group NAME picks the group a command acts on (required for backfill, verify and
+cursor reset when GROUPS names several).
 Configuration comes from the environment; see 'poller config'.
 `
 
