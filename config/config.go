@@ -27,7 +27,7 @@ type Config struct {
 	DatabaseURL          string        `envconfig:"DATABASE_URL" secret:"true" desc:"Postgres connection string (URL or key=value); required"`
 	DatabaseDirectURL    string        `envconfig:"DATABASE_DIRECT_URL" secret:"true" desc:"connection string that reaches Postgres itself, not through a transaction pooler, for what needs a session: migrations (a session lock) and LISTEN (events --follow, tail, webhook wake-ups); default DATABASE_URL"`
 	DatabaseExecMode     string        `envconfig:"DATABASE_EXEC_MODE" default:"cache_describe" desc:"how statements are sent (pgx's exec modes): cache_describe (unnamed statements, descriptions cached: works through PgBouncer in transaction mode, any version, and direct), cache_statement (named prepared statements: direct, or PgBouncer >= 1.21 with max_prepared_statements set), describe_exec, exec or simple_protocol"`
-	DatabaseMaxConns     int32         `envconfig:"DATABASE_MAX_CONNS" default:"4" derived:"4; with GROUPS, 2 × groups + 2" desc:"most connections each pool of a process opens (1 to 100): the ledger's, and the webhook deliveries' when WEBHOOK_URL is set; with GROUPS at least 2 per group + 2, so that no group can take a connection another needs"`
+	DatabaseMaxConns     int32         `envconfig:"DATABASE_MAX_CONNS" default:"4" derived:"4; with GROUPS, 2 × groups + 2 for the ledger's" desc:"most connections each pool of a process opens (1 to 100): the ledger's, and the webhook deliveries' when WEBHOOK_URL is set; with GROUPS at least 2 per group + 2, so that no group can take a connection another needs (unset, the ledger's is that and the webhook deliveries' stays 4)"`
 	GroupNames           string        `envconfig:"GROUPS" desc:"names of the groups this process serves, comma-separated (eth,base): each reads its variables under its name as a prefix (ETH_RPC_URL, BASE_CHAIN_ID), and the replicas share the groups' work; unset, the unprefixed variables are the one group, as before"`
 	RPCURL               string        `envconfig:"RPC_URL" group:"own" secret:"true" desc:"JSON-RPC endpoints of the chain (http, https, ws, wss), comma-separated in order of preference; required"`
 	RPCWSURL             string        `envconfig:"RPC_WS_URL" group:"own" secret:"true" desc:"optional WebSocket endpoint (ws, wss) for newHeads: a new head ends the wait after reaching the target at once; polling goes on if it drops"`
@@ -137,6 +137,20 @@ func prefix(name string) string { return strings.ToUpper(name) }
 func (c *Config) Database() database.Options {
 	return database.Options{URL: c.DatabaseURL, DirectURL: c.DatabaseDirectURL, ExecMode: c.DatabaseExecMode, MaxConns: c.DatabaseMaxConns}
 }
+
+// WebhookDatabase is where and how the webhook deliveries' pool connects:
+// as Database, but with GROUPS and no DATABASE_MAX_CONNS set, the 4
+// connections its deliveries need whatever the number of groups.
+func (c *Config) WebhookDatabase() database.Options {
+	o := c.Database()
+	if c.GroupNames != "" && !c.maxConnsSet {
+		o.MaxConns = min(o.MaxConns, defaultMaxConns)
+	}
+	return o
+}
+
+// defaultMaxConns is DATABASE_MAX_CONNS's default without GROUPS.
+const defaultMaxConns = 4
 
 // GroupCursor is CURSOR_ID or, by default, "<chain id>:<first contract>": a
 // group that follows one contract keeps its cursor when more are added

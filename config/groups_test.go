@@ -78,6 +78,7 @@ func TestGroupsReadTheirVariablesUnderTheirPrefix(t *testing.T) {
 		{"process database", set.DatabaseURL, "postgres://burn:pw@127.0.0.1:5432/burn"},
 		{"a pool for every group: 2 each + 2", set.DatabaseMaxConns, int32(6)},
 		{"the groups' pools are the process's", eth.DatabaseMaxConns, int32(6)},
+		{"the webhook deliveries' pool keeps 4", set.WebhookDatabase().MaxConns, int32(4)},
 	} {
 		if fmt.Sprint(tt.got) != fmt.Sprint(tt.want) {
 			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)

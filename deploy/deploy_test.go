@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/internal/markdown"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/webhooks"
@@ -594,7 +595,105 @@ func TestComposeContainersAreHardened(t *testing.T) {
 			t.Errorf("service %s: read_only=%v user=%q cap_drop=%v security_opt=%v", name, svc.ReadOnly, svc.User, svc.CapDrop, svc.SecurityOpt)
 		}
 	}
-	if ours != 4 {
-		t.Fatalf("%d services run burnpoller:dev, want 4 (devchain, webhook-receiver, poller-1, poller-2)", ours)
+	if ours != 5 {
+		t.Fatalf("%d services run burnpoller:dev, want 5 (devchain, sidechain, webhook-receiver, poller-1, poller-2)", ours)
 	}
+}
+
+// loadKit loads the configuration of env (as the binary would from the
+// environment), with every variable of burnpoller the machine has set
+// cleared first.
+func loadKit(t *testing.T, env map[string]string) (config.Set, []string) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := env[k]; !ok && (strings.Contains(k, "RPC_URL") || strings.Contains(k, "CHAIN_ID") ||
+			strings.Contains(k, "BURN_CONTRACT") || k == "GROUPS" || strings.HasPrefix(k, "DATABASE_")) {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	return config.Load(config.ScopeServe)
+}
+
+// TestTheKitServesTwoChainsFromOneReplicaSet: the Kubernetes kit and the
+// compose file configure two groups, one per chain, for one replica set:
+// their variables load without a problem or a warning, the Deployment
+// gives each group its RPC URL from the Secret, and the compose file's
+// groups point at its two dev chains with their chain ids.
+func TestTheKitServesTwoChainsFromOneReplicaSet(t *testing.T) {
+	ms := manifests(t)
+	env := map[string]string{}
+	for k, v := range ms["ConfigMap/burnpoller"].Data {
+		env[k] = v
+	}
+	given := map[string]bool{}
+	for _, e := range ms["Deployment/burnpoller"].Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			env[e.Name] = ms["Secret/burnpoller"].StringData[e.ValueFrom.SecretKeyRef.Key]
+			given[e.Name] = true
+		}
+	}
+	// The Secret's URLs name a CA file of the cluster's; the check of
+	// the URLs themselves is TestKubernetesPostgresURLsVerifyTheServer.
+	env["DATABASE_URL"] = "postgres://burnpoller_runtime@postgres.db.svc:5432/burnpoller"
+	delete(env, "DATABASE_DIRECT_URL")
+	for i, contract := range []string{"ETH_BURN_CONTRACT", "BASE_BURN_CONTRACT"} {
+		env[contract] = fmt.Sprintf("0x%040x", i+1) // the kit's are placeholders
+	}
+	t.Run("kubernetes", func(t *testing.T) {
+		set, problems := loadKit(t, env)
+		if len(problems) > 0 || len(set.Warnings) > 0 {
+			t.Fatalf("problems %q, warnings %q", problems, set.Warnings)
+		}
+		if len(set.Groups) != 2 || set.Groups[0].ChainID == set.Groups[1].ChainID {
+			t.Fatalf("groups %+v, want two chains", set.Groups)
+		}
+		for _, g := range set.Groups {
+			if !given[g.Var("RPC_URL")] {
+				t.Errorf("the Deployment does not give %s", g.Var("RPC_URL"))
+			}
+		}
+	})
+
+	raw, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Command     []string          `yaml:"command"`
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &compose); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("compose", func(t *testing.T) {
+		set, problems := loadKit(t, compose.Services["poller-1"].Environment)
+		if len(problems) > 0 || len(set.Warnings) > 0 {
+			t.Fatalf("problems %q, warnings %q", problems, set.Warnings)
+		}
+		if len(set.Groups) != 2 {
+			t.Fatalf("groups %+v, want two", set.Groups)
+		}
+		for _, g := range set.Groups {
+			u, err := url.Parse(g.RPCURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chain := compose.Services[u.Hostname()]
+			i := slices.Index(chain.Command, "--chain-id")
+			id := "1337" // devchain's default
+			if i >= 0 {
+				id = chain.Command[i+1]
+			}
+			if chain.Command == nil || fmt.Sprint(g.ChainID) != id {
+				t.Errorf("group %s reaches service %q, whose chain id is %s, as chain %d", g.Name, u.Hostname(), id, g.ChainID)
+			}
+		}
+	})
 }

@@ -43,7 +43,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 	// never holds a connection the ledger needs.
 	var dispatcher *webhooks.Dispatcher
 	if wcfg, ok := c.cfg.WebhookConfig(); ok && !*until {
-		hookPool, err := database.Open(c.ctx, c.cfg.Database(), false, "burnpoller-webhooks")
+		hookPool, err := database.Open(c.ctx, c.cfg.WebhookDatabase(), false, "burnpoller-webhooks")
 		if err != nil {
 			c.log.Error("starting", slog.Any("err", err))
 			return exitFailure
