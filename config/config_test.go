@@ -39,9 +39,13 @@ func setEnv(t *testing.T, env map[string]string) {
 	}
 }
 
-func with(overrides map[string]string) map[string]string {
+func with(overrides map[string]string) map[string]string { return withEnv(validEnv, overrides) }
+
+// withEnv is base with overrides applied: a value "<unset>" removes the
+// variable.
+func withEnv(base, overrides map[string]string) map[string]string {
 	env := map[string]string{}
-	for k, v := range validEnv {
+	for k, v := range base {
 		env[k] = v
 	}
 	for k, v := range overrides {

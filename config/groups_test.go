@@ -29,15 +29,7 @@ func groupsEnv() map[string]string {
 }
 
 func withGroups(overrides map[string]string) map[string]string {
-	env := groupsEnv()
-	for k, v := range overrides {
-		if v == "<unset>" {
-			delete(env, k)
-			continue
-		}
-		env[k] = v
-	}
-	return env
+	return withEnv(groupsEnv(), overrides)
 }
 
 // TestGroupsReadTheirVariablesUnderTheirPrefix: each group reads its own

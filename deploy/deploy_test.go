@@ -28,12 +28,9 @@ import (
 	"github.com/burnpoller/burnpoller/webhooks"
 )
 
-// knownMetrics are the names burnpoller exports.
-func knownMetrics(t *testing.T) map[string]bool {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	m := poller.NewMetrics(reg, "test", "test", "test")
-	// Label sets appear once observed.
+// observe gives m's labelled metrics a series each: label sets appear
+// once observed.
+func observe(m *poller.Metrics) {
 	m.RPC("e", "m", "transient", 0)
 	m.Lagging("e", 1)
 	m.RangeLimit("e", 1)
@@ -41,6 +38,13 @@ func knownMetrics(t *testing.T) map[string]bool {
 	m.NodeFault("e", "hidden_burn", 1)
 	m.Disagreement("e")
 	m.ContractBackfill.WithLabelValues("0x").Set(0)
+}
+
+// knownMetrics are the names burnpoller exports.
+func knownMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	observe(poller.NewMetrics(reg, "test", "test", "test"))
 	reg.MustRegister(poller.NewQueueUsageCollector(func(context.Context) (float64, error) { return 0, nil }, time.Second))
 	// The webhook metrics, with one endpoint so that their series exist.
 	eps, err := webhooks.ParseEndpoints("https://hooks.example.com/in")
@@ -77,23 +81,66 @@ func checkExprs(t *testing.T, where string, exprs []string, known map[string]boo
 	}
 }
 
-func TestDashboardUsesRealMetrics(t *testing.T) {
+// dashboardJSON is what the checks read of the dashboard.
+type dashboardJSON struct {
+	UID    string `json:"uid"`
+	Panels []struct {
+		Title   string `json:"title"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	} `json:"panels"`
+	Templating struct {
+		List []struct {
+			Name     string `json:"name"`
+			AllValue string `json:"allValue"`
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+func dashboard(t *testing.T) dashboardJSON {
+	t.Helper()
 	b, err := os.ReadFile("grafana/dashboards/burnpoller.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dash struct {
-		UID    string `json:"uid"`
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
+	var dash dashboardJSON
 	if err := json.Unmarshal(b, &dash); err != nil {
 		t.Fatalf("dashboard is not valid JSON: %v", err)
 	}
+	return dash
+}
+
+// alertRule is one rule of alerts.yml.
+type alertRule struct {
+	Alert       string            `yaml:"alert"`
+	Expr        string            `yaml:"expr"`
+	Annotations map[string]string `yaml:"annotations"`
+}
+
+func alertRules(t *testing.T) []alertRule {
+	t.Helper()
+	b, err := os.ReadFile("prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []alertRule `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	var out []alertRule
+	for _, g := range rules.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out
+}
+
+func TestDashboardUsesRealMetrics(t *testing.T) {
+	dash := dashboard(t)
 	if dash.UID == "" || len(dash.Panels) < 8 {
 		t.Fatalf("dashboard has uid %q and %d panels", dash.UID, len(dash.Panels))
 	}
@@ -112,14 +159,7 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 func groupMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m := poller.NewGroupMetrics(reg)
-	m.RPC("e", "m", "transient", 0)
-	m.Lagging("e", 1)
-	m.RangeLimit("e", 1)
-	m.Active("e")
-	m.NodeFault("e", "hidden_burn", 1)
-	m.Disagreement("e")
-	m.ContractBackfill.WithLabelValues("0x").Set(0)
+	observe(poller.NewGroupMetrics(reg))
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -170,49 +210,12 @@ func keepsTheGroup(expr string, groups map[string]bool, selector string) []strin
 // both.
 func TestAlertsAndDashboardAreByGroup(t *testing.T) {
 	groups := groupMetrics(t)
-	b, err := os.ReadFile("prometheus/alerts.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `yaml:"alert"`
-				Expr  string `yaml:"expr"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal(b, &rules); err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			for _, p := range keepsTheGroup(r.Expr, groups, "") {
-				t.Errorf("alert %s: %s", r.Alert, p)
-			}
+	for _, r := range alertRules(t) {
+		for _, p := range keepsTheGroup(r.Expr, groups, "") {
+			t.Errorf("alert %s: %s", r.Alert, p)
 		}
 	}
-	b, err = os.ReadFile("grafana/dashboards/burnpoller.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-		Templating struct {
-			List []struct {
-				Name     string `json:"name"`
-				AllValue string `json:"allValue"`
-			} `json:"list"`
-		} `json:"templating"`
-	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatal(err)
-	}
+	dash := dashboard(t)
 	// "All" must match series without a group label too (one group).
 	if len(dash.Templating.List) != 1 || dash.Templating.List[0].Name != "group" || dash.Templating.List[0].AllValue != ".*" {
 		t.Fatalf("the dashboard's variables are %+v, want group with All = .*", dash.Templating.List)
@@ -234,40 +237,22 @@ func TestAlertsAndDashboardAreByGroup(t *testing.T) {
 const runbook = "docs/operations/runbook.md"
 
 func TestAlertsUseRealMetrics(t *testing.T) {
-	b, err := os.ReadFile("prometheus/alerts.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert       string            `yaml:"alert"`
-				Expr        string            `yaml:"expr"`
-				Annotations map[string]string `yaml:"annotations"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal(b, &rules); err != nil {
-		t.Fatal(err)
-	}
 	var exprs []string
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			exprs = append(exprs, r.Expr)
-			// Every alert points at a section of the runbook that exists.
-			link := r.Annotations["runbook"]
-			file, anchor, _ := strings.Cut(link, "#")
-			if file != runbook || anchor == "" {
-				t.Errorf("alert %s: runbook %q is not a section of %s", r.Alert, link, runbook)
-				continue
-			}
-			src, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(file)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !markdown.Anchors(src)[anchor] {
-				t.Errorf("alert %s: runbook %q has no section in %s", r.Alert, link, file)
-			}
+	for _, r := range alertRules(t) {
+		exprs = append(exprs, r.Expr)
+		// Every alert points at a section of the runbook that exists.
+		link := r.Annotations["runbook"]
+		file, anchor, _ := strings.Cut(link, "#")
+		if file != runbook || anchor == "" {
+			t.Errorf("alert %s: runbook %q is not a section of %s", r.Alert, link, runbook)
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !markdown.Anchors(src)[anchor] {
+			t.Errorf("alert %s: runbook %q has no section in %s", r.Alert, link, file)
 		}
 	}
 	checkExprs(t, "alerts", exprs, knownMetrics(t))

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/rpcfault"
 	"github.com/burnpoller/burnpoller/internal/tcpfault"
@@ -81,31 +79,11 @@ func TestGroupsChaos(t *testing.T) {
 			r.rpcs[group].Set(f)
 		}
 	}
-	faults := []struct {
-		name string
-		do   func()
-	}{
-		{"sigkill a replica and restart it", func() {
-			r := replicas[rng.IntN(3)]
-			p := r.current()
-			p.signal(syscall.SIGKILL)
-			<-p.done
-			time.Sleep(500 * time.Millisecond)
-			r.start(t)
-		}},
-		{"sigstop a replica past TX_TIMEOUT, then sigcont", func() {
-			p := replicas[rng.IntN(3)].current()
-			p.signal(syscall.SIGSTOP)
-			time.Sleep(txTimeout + 1500*time.Millisecond)
-			p.signal(syscall.SIGCONT)
-		}},
-		{"drop a replica's database connections", func() { replicas[rng.IntN(3)].db.DropAll() }},
-		{"partition a replica from the database past TX_TIMEOUT", func() {
-			r := replicas[rng.IntN(3)]
-			r.db.Partition(true)
-			time.Sleep(txTimeout + time.Second)
-			r.db.Partition(false)
-		}},
+	plain := make([]*replica, len(replicas))
+	for i, r := range replicas {
+		plain[i] = r.replica
+	}
+	faults := append(replicaFaults(t, plain, rng, func() *replica { return plain[rng.IntN(len(plain))] }, "a replica", txTimeout), []fault{
 		{"group one's node hangs for 3 s", func() {
 			eachProxy(0, func(f *rpcfault.Faults) { f.Hang = math.MaxInt32 })
 			time.Sleep(3 * time.Second)
@@ -115,7 +93,7 @@ func TestGroupsChaos(t *testing.T) {
 			eachProxy(0, func(f *rpcfault.Faults) { f.ForgeBurns, f.CorruptHashes, f.ForeignLogs = 2, 2, 2 })
 		}},
 		{"group two's node answers 500", func() { eachProxy(1, func(f *rpcfault.Faults) { f.ServerErrors = 4 }) }},
-	}
+	}...)
 	start := time.Now()
 	for time.Since(start) < duration {
 		for _, i := range rng.Perm(len(faults)) {
@@ -156,7 +134,7 @@ func TestGroupsChaos(t *testing.T) {
 		cursor := groupCursor(t, pg.pool, g.cursorID())
 		assertGroupLedgerEqualsChain(t, pg.pool, g, uint64(cursor))
 		prev, moves := int64(-1), 0
-		for _, m := range groupRanges(t, pg, g.cursorID()) {
+		for _, m := range committedRangesOf(t, pg.pool, g.cursorID()) {
 			if m.Old != prev || m.New <= m.Old {
 				t.Fatalf("group %s: cursor move %d -> %d after %d: ranges overlap, skip or go backwards", g.name, m.Old, m.New, prev)
 			}
@@ -180,50 +158,4 @@ func TestGroupsChaos(t *testing.T) {
 	summary["by_kind"] = names
 	b, _ := json.Marshal(summary)
 	t.Logf("groups chaos summary: %s", b)
-}
-
-// groupRanges are the audited moves of one cursor, in commit order.
-func groupRanges(t *testing.T, pg *chaosCluster, cursorID string) []cursorMove {
-	t.Helper()
-	rows, err := pg.pool.Query(context.Background(), `SELECT old_block, new_block, at FROM cursor_audit WHERE id = $1 ORDER BY seq`, cursorID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []cursorMove
-	for rows.Next() {
-		var m cursorMove
-		if err := rows.Scan(&m.Old, &m.New, &m.At); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// watchGroup is watch for one group of several: its cursor, and the
-// payments of its chain.
-func (iv *invariants) watchGroup(ctx context.Context, pool *pgxpool.Pool, cursorID string, chainID uint64) {
-	for ctx.Err() == nil {
-		var cursor, maxBlock int64
-		err := pool.QueryRow(ctx, `SELECT
-			coalesce((SELECT last_processed_block FROM block_cursors WHERE id = $1), -2),
-			coalesce((SELECT max(block_number) FROM payments WHERE chain_id = $2), -1)`, cursorID, chainID).Scan(&cursor, &maxBlock)
-		if err == nil {
-			iv.mu.Lock()
-			iv.checks++
-			if cursor < iv.last {
-				iv.violations = append(iv.violations, fmt.Sprintf("cursor went back from %d to %d", iv.last, cursor))
-			}
-			if maxBlock > cursor {
-				iv.violations = append(iv.violations, fmt.Sprintf("payment in block %d beyond the cursor %d", maxBlock, cursor))
-			}
-			iv.last = max(iv.last, cursor)
-			iv.mu.Unlock()
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(300 * time.Millisecond):
-		}
-	}
 }

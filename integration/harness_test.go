@@ -471,7 +471,14 @@ type cursorMove struct {
 // committedRanges returns the audited cursor moves in commit order.
 func committedRanges(t *testing.T, pool *pgxpool.Pool) []cursorMove {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT old_block, new_block, at FROM cursor_audit ORDER BY seq`)
+	return committedRangesOf(t, pool, "")
+}
+
+// committedRangesOf returns the audited moves of cursor id ("": of every
+// cursor) in commit order.
+func committedRangesOf(t *testing.T, pool *pgxpool.Pool, id string) []cursorMove {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT old_block, new_block, at FROM cursor_audit WHERE $1 = '' OR id = $1 ORDER BY seq`, id)
 	if err != nil {
 		t.Fatal(err)
 	}
