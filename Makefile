@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
-.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-quick bench-real bench-groups contracts demo lint compose-check clean
+.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-quick bench-real bench-groups bench-multigroup contracts demo lint compose-check clean
 
 # Each fuzz target runs a fixed number of inputs, 10-30 s each on a 2-core
 # machine, not for a wall-clock -fuzztime: a duration races Go's fuzzing
@@ -90,6 +90,15 @@ bench-real: $(GETH) $(ANVIL)
 # straight to the node; each group against its time alone (about 4 minutes).
 bench-groups: $(GETH)
 	go run ./cmd/bench -groups-only -geth $(GETH) -summary -out bin/bench-groups.json
+
+# Many chains, one deployment (issue 31): four groups on geth and anvil (two
+# burn contracts on each, a proxy adding 20 ms per request in front of each
+# group): one 3-replica deployment serving them all (GROUPS) against four
+# 2-replica deployments (connections, memory), each replica's share of the
+# groups over time (one killed, then back), and one group's node hung for
+# 60 s against undisturbed runs (about 20 minutes).
+bench-multigroup: $(GETH) $(ANVIL)
+	go run ./cmd/bench -multigroup-only -geth $(GETH) -anvil $(ANVIL) -multigroup-runs 3 -out bin/bench-multigroup.json
 
 # RPC calls while idle: 1 and 3 replicas, with and without RPC_WS_URL.
 bench-idle:

@@ -7,6 +7,7 @@
 //	go run ./cmd/bench -burns 100000 -out bench.json            # sim: every phase
 //	go run ./cmd/bench -dense-node geth,anvil -burns 100000     # real nodes: ceilings, catch-up, Ponder
 //	go run ./cmd/bench -groups-only                             # many groups on one database
+//	go run ./cmd/bench -multigroup-only                         # many chains, one deployment (GROUPS)
 //
 // Postgres comes from -database (an admin URL); each phase uses a fresh
 // database on it.
@@ -17,7 +18,8 @@
 // caught up), seen.go, idle.go, sparse.go, trust.go (receipts and quorum on
 // and off), realdense.go (the dense run on a real node), rawreceipts.go
 // (its receipts ceiling), ponder.go (Ponder on the same chain) and
-// groups.go (many groups). seed.go fills the simulated chain, node.go starts
+// groups.go (many groups), multigroup.go (many chains, one deployment).
+// seed.go fills the simulated chain, node.go starts
 // a real node and rpcseed.go fills it over JSON-RPC; replicas.go starts and
 // scrapes the poller processes (through internal/harness, as the
 // integration tests do), cpu.go and profile.go read where the CPU went,
@@ -87,6 +89,16 @@ type options struct {
 	groupsNode    string
 	groupsDense   bool
 	groupsLatency bool
+	// Many chains, one deployment (multigroup.go).
+	multiGroupOnly bool
+	mgSteady       time.Duration
+	mgHang         time.Duration
+	mgRuns         int
+	mgBacklog      int
+	mgPerTx        int
+	mgBlockTime    time.Duration
+	mgPoll         time.Duration
+	mgLatency      time.Duration
 }
 
 func main() {
@@ -131,9 +143,18 @@ func main() {
 	flag.StringVar(&o.groupsNode, "groups-node", nodeGeth, "the many-groups phase's node: geth or anvil")
 	flag.BoolVar(&o.groupsLatency, "groups-latency", true, "many groups: the runs through the latency proxies")
 	flag.BoolVar(&o.groupsDense, "groups-dense", true, "many groups: the same runs straight to the node")
+	flag.BoolVar(&o.multiGroupOnly, "multigroup-only", false, "run only the many-chains phase: four groups on geth and anvil, one 3-replica deployment (GROUPS) against four 2-replica ones, and one group's node hung")
+	flag.DurationVar(&o.mgSteady, "multigroup-steady", 60*time.Second, "many chains: how long each layout runs in the steady state")
+	flag.DurationVar(&o.mgHang, "multigroup-hang", 60*time.Second, "many chains: how long the hung group's node hangs (and each hung or undisturbed run lasts)")
+	flag.IntVar(&o.mgRuns, "multigroup-runs", 2, "many chains: undisturbed and hung runs, in turn, of each")
+	flag.IntVar(&o.mgBacklog, "multigroup-backlog", 15000, "many chains: burns per group to catch up at the start of each hung or undisturbed run")
+	flag.IntVar(&o.mgPerTx, "multigroup-burns", 5, "many chains: burns per group per block while burns arrive")
+	flag.DurationVar(&o.mgBlockTime, "multigroup-block-time", time.Second, "many chains: block time of both nodes while burns arrive")
+	flag.DurationVar(&o.mgPoll, "multigroup-poll", time.Second, "many chains: the replicas' POLL_INTERVAL")
+	flag.DurationVar(&o.mgLatency, "multigroup-latency", 20*time.Millisecond, "many chains: latency each group's proxy adds per request")
 	flag.StringVar(&o.pollerEnv, "poller-env", "", "extra environment for the replicas, comma-separated K=V (e.g. GOMEMLIMIT=40MiB)")
 	flag.Parse()
-	real := o.denseNodes != nodeSim || o.groupsOnly
+	real := o.denseNodes != nodeSim || o.groupsOnly || o.multiGroupOnly
 	if o.perTx == 0 {
 		o.perTx = map[bool]int{false: 250, true: 100}[real]
 	}
@@ -199,7 +220,7 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 		}
 	}
 
-	if o.denseNodes != nodeSim || o.groupsOnly {
+	if o.denseNodes != nodeSim || o.groupsOnly || o.multiGroupOnly {
 		return runReal(ctx, o, log, res, bin)
 	}
 	// The chain: seeded in-process, sealed by this program.
@@ -373,6 +394,12 @@ func runReal(ctx context.Context, o options, log *slog.Logger, res *Results, bin
 		res.Burns = 0
 		g, err := b.groupsPhase(ctx, o)
 		res.Groups = g
+		return res, err
+	}
+	if o.multiGroupOnly {
+		res.Burns = 0
+		mg, err := b.multiGroupPhase(ctx, o)
+		res.MultiGroup = mg
 		return res, err
 	}
 	for _, kind := range strings.Split(o.denseNodes, ",") {

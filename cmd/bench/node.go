@@ -49,6 +49,7 @@ const nodeGasLimit = 100_000_000
 type realNode struct {
 	kind    string
 	url     string
+	wsURL   string // newHeads
 	chainID uint64
 	key     *ecdsa.PrivateKey
 	proc    *harness.Proc
@@ -87,13 +88,20 @@ func startNode(ctx context.Context, kind, bin string) (_ *realNode, err error) {
 		if err != nil {
 			return nil, err
 		}
+		ws, err := harness.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		n.wsURL = "ws://" + ws.String()
 		args = []string{"--dev", "--dev.period", "0", "--dev.gaslimit", strconv.Itoa(nodeGasLimit),
 			"--datadir", filepath.Join(dir, "data"),
 			"--http", "--http.addr", "127.0.0.1", "--http.port", strconv.Itoa(addr.Port), "--http.api", "eth,net,web3",
+			"--ws", "--ws.addr", "127.0.0.1", "--ws.port", strconv.Itoa(ws.Port), "--ws.api", "eth",
 			"--authrpc.port", strconv.Itoa(auth.Port), "--port", "0", "--nodiscover", "--maxpeers", "0", "--ipcdisable",
 			"--verbosity", "2"}
 		n.key, _ = crypto.HexToECDSA(gethDevKey)
 	case nodeAnvil:
+		n.wsURL = "ws://" + addr.String() // anvil serves both on one port
 		args = []string{"--host", "127.0.0.1", "--port", strconv.Itoa(addr.Port), "--prune-history", "--no-mining",
 			"--gas-limit", strconv.Itoa(nodeGasLimit), "--slots-in-an-epoch", "4", "--silent"}
 		n.key, _ = crypto.HexToECDSA(anvilKey)

@@ -56,6 +56,8 @@ type Results struct {
 	Dense []*Dense `json:"dense_real_node,omitempty"`
 	// Groups is the many-groups phase (-groups-only).
 	Groups *Groups `json:"groups,omitempty"`
+	// MultiGroup is the many-chains phase (-multigroup-only).
+	MultiGroup *MultiGroup `json:"many_chains_one_deployment,omitempty"`
 }
 
 // Rate is a count over a time.
