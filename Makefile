@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
-.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-quick bench-real bench-groups bench-cost contracts demo lint compose-check clean
+.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-quick bench-real bench-groups bench-cost bench-multigroup contracts demo lint compose-check clean
 
 # Each fuzz target runs a fixed number of inputs, 10-30 s each on a 2-core
 # machine, not for a wall-clock -fuzztime: a duration races Go's fuzzing
@@ -21,7 +21,7 @@ FUZZTIME ?=
 all: build
 
 build:
-	go build -buildvcs=true -o bin/poller ./cmd/poller
+	go build -buildvcs=true -o bin/poller ./config
 	go build -o bin/devchain ./cmd/devchain
 	go build -o bin/webhook-receiver ./cmd/webhook-receiver
 
@@ -101,6 +101,15 @@ bench-groups: $(GETH)
 bench-cost: $(GETH) $(ANVIL)
 	go run ./cmd/bench -cost-only -geth $(GETH) -anvil $(ANVIL) -ponder "$(PONDER)" -summary -out bin/bench-cost.json
 
+# Many chains, one deployment (issue 31): four groups on geth and anvil (two
+# burn contracts on each, a proxy adding 20 ms per request in front of each
+# group): one 3-replica deployment serving them all (GROUPS) against four
+# 2-replica deployments (connections, memory), each replica's share of the
+# groups over time (one killed, then back), and one group's node hung for
+# 60 s against undisturbed runs (about 20 minutes).
+bench-multigroup: $(GETH) $(ANVIL)
+	go run ./cmd/bench -multigroup-only -geth $(GETH) -anvil $(ANVIL) -multigroup-runs 3 -out bin/bench-multigroup.json
+
 # RPC calls while idle: 1 and 3 replicas, with and without RPC_WS_URL.
 bench-idle:
 	go run ./cmd/bench -idle-only -idle 60s -out bench-idle.json
@@ -113,7 +122,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzParseRangeLimit$$' -fuzztime $(or $(FUZZTIME),250000x) ./chain
 	go test -run '^$$' -fuzz '^FuzzClassifyReply$$' -fuzztime $(or $(FUZZTIME),150000x) ./chain
 	go test -run '^$$' -fuzz '^FuzzRPCLogDecodesAsTypesLog$$' -fuzztime $(or $(FUZZTIME),250000x) ./chain
-	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(or $(FUZZTIME),20000x) ./cmd/poller
+	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(or $(FUZZTIME),20000x) ./config
 	go test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(or $(FUZZTIME),150000x) ./database
 
 # Recompiles contracts/src with the solc pinned in contracts/package.json and

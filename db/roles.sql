@@ -76,6 +76,11 @@ BEGIN
     IF to_regclass('public.webhook_endpoints_removed') IS NOT NULL THEN
         GRANT DELETE ON public.webhook_endpoints_removed TO burnpoller_runtime;
     END IF;
+    -- A replica serving named groups removes its membership row at stop
+    -- (migration 21).
+    IF to_regclass('public.replica_members') IS NOT NULL THEN
+        GRANT DELETE ON public.replica_members TO burnpoller_runtime;
+    END IF;
     IF to_regclass('public.payment_events_staged') IS NOT NULL THEN
         GRANT SELECT, INSERT, DELETE ON public.payment_events_staged, public.ledger_commits TO burnpoller_runtime;
     END IF;

@@ -22,17 +22,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/internal/markdown"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/webhooks"
 )
 
-// knownMetrics are the names burnpoller exports.
-func knownMetrics(t *testing.T) map[string]bool {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	m := poller.NewMetrics(reg, "test", "test", "test")
-	// Label sets appear once observed.
+// observe gives m's labelled metrics a series each: label sets appear
+// once observed.
+func observe(m *poller.Metrics) {
 	m.RPC("e", "m", "transient", 0)
 	m.Lagging("e", 1)
 	m.RangeLimit("e", 1)
@@ -40,6 +38,13 @@ func knownMetrics(t *testing.T) map[string]bool {
 	m.NodeFault("e", "hidden_burn", 1)
 	m.Disagreement("e")
 	m.ContractBackfill.WithLabelValues("0x").Set(0)
+}
+
+// knownMetrics are the names burnpoller exports.
+func knownMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	observe(poller.NewMetrics(reg, "test", "test", "test"))
 	reg.MustRegister(poller.NewQueueUsageCollector(func(context.Context) (float64, error) { return 0, nil }, time.Second))
 	// The webhook metrics, with one endpoint so that their series exist.
 	eps, err := webhooks.ParseEndpoints("https://hooks.example.com/in")
@@ -51,7 +56,8 @@ func knownMetrics(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := map[string]bool{"burnpoller_ready": true, "up": true} // burnpoller_ready is served by cmd/poller
+	// burnpoller_ready and burnpoller_needs_operator are the service's.
+	known := map[string]bool{"burnpoller_ready": true, "burnpoller_needs_operator": true, "up": true}
 	for _, f := range fams {
 		known[f.GetName()] = true
 	}
@@ -75,23 +81,66 @@ func checkExprs(t *testing.T, where string, exprs []string, known map[string]boo
 	}
 }
 
-func TestDashboardUsesRealMetrics(t *testing.T) {
+// dashboardJSON is what the checks read of the dashboard.
+type dashboardJSON struct {
+	UID    string `json:"uid"`
+	Panels []struct {
+		Title   string `json:"title"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	} `json:"panels"`
+	Templating struct {
+		List []struct {
+			Name     string `json:"name"`
+			AllValue string `json:"allValue"`
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+func dashboard(t *testing.T) dashboardJSON {
+	t.Helper()
 	b, err := os.ReadFile("grafana/dashboards/burnpoller.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dash struct {
-		UID    string `json:"uid"`
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
+	var dash dashboardJSON
 	if err := json.Unmarshal(b, &dash); err != nil {
 		t.Fatalf("dashboard is not valid JSON: %v", err)
 	}
+	return dash
+}
+
+// alertRule is one rule of alerts.yml.
+type alertRule struct {
+	Alert       string            `yaml:"alert"`
+	Expr        string            `yaml:"expr"`
+	Annotations map[string]string `yaml:"annotations"`
+}
+
+func alertRules(t *testing.T) []alertRule {
+	t.Helper()
+	b, err := os.ReadFile("prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []alertRule `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	var out []alertRule
+	for _, g := range rules.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out
+}
+
+func TestDashboardUsesRealMetrics(t *testing.T) {
+	dash := dashboard(t)
 	if dash.UID == "" || len(dash.Panels) < 8 {
 		t.Fatalf("dashboard has uid %q and %d panels", dash.UID, len(dash.Panels))
 	}
@@ -104,45 +153,106 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 	checkExprs(t, "dashboard", exprs, knownMetrics(t))
 }
 
+// groupMetrics are the metrics of a group: with GROUPS each carries a
+// group label (the process's own, burnpoller_build_info, the webhooks' and
+// the notification queue's, do not).
+func groupMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	observe(poller.NewGroupMetrics(reg))
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{"burnpoller_ready": true, "burnpoller_needs_operator": true}
+	for _, f := range fams {
+		out[f.GetName()] = true
+	}
+	return out
+}
+
+// aggregation is a PromQL aggregation and its by clause, if any.
+var aggregation = regexp.MustCompile(`\b(sum|min|max|avg|count|topk|bottomk|quantile)\s*(by\s*\(([^)]*)\))?\s*\(`)
+
+// keepsTheGroup says what in expr would merge groups: an aggregation
+// without group in its by clause, in an expression over a group's metric;
+// and, when selector is set, a group's metric not filtered by it.
+func keepsTheGroup(expr string, groups map[string]bool, selector string) []string {
+	var problems []string
+	grouped := false
+	for _, m := range metricName.FindAllStringSubmatchIndex(expr, -1) {
+		name := expr[m[2]:m[3]]
+		name = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+		if !groups[name] {
+			continue
+		}
+		grouped = true
+		if selector != "" && !strings.HasPrefix(expr[m[3]:], "{"+selector) {
+			problems = append(problems, name+" is not filtered by "+selector)
+		}
+	}
+	if !grouped {
+		return problems
+	}
+	for _, a := range aggregation.FindAllStringSubmatch(expr, -1) {
+		if !slices.Contains(strings.Fields(strings.ReplaceAll(a[3], ",", " ")), "group") {
+			problems = append(problems, fmt.Sprintf("%q merges the groups", strings.TrimSpace(a[0])))
+		}
+	}
+	return problems
+}
+
+// TestAlertsAndDashboardAreByGroup: every alert and dashboard query over a
+// group's metrics keeps the group apart (by (…, group)), and the
+// dashboard's follow its group variable, so that they read the same for a
+// replica set of one group (no group label) as before and per group for
+// one serving several. The alerts' tests (alerts_test.yml, promtool) run
+// both.
+func TestAlertsAndDashboardAreByGroup(t *testing.T) {
+	groups := groupMetrics(t)
+	for _, r := range alertRules(t) {
+		for _, p := range keepsTheGroup(r.Expr, groups, "") {
+			t.Errorf("alert %s: %s", r.Alert, p)
+		}
+	}
+	dash := dashboard(t)
+	// "All" must match series without a group label too (one group).
+	if len(dash.Templating.List) != 1 || dash.Templating.List[0].Name != "group" || dash.Templating.List[0].AllValue != ".*" {
+		t.Fatalf("the dashboard's variables are %+v, want group with All = .*", dash.Templating.List)
+	}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, problem := range keepsTheGroup(tg.Expr, groups, `group=~"$group"`) {
+				t.Errorf("panel %q: %s", p.Title, problem)
+			}
+		}
+	}
+	if problems := keepsTheGroup(`max(burnpoller_cursor_block)`, groups, ""); len(problems) != 1 {
+		t.Fatalf("the check does not see an aggregation that merges groups: %v", problems)
+	}
+}
+
 // runbook is where the alerts' runbook annotations point, from the
 // repository's root.
 const runbook = "docs/operations/runbook.md"
 
 func TestAlertsUseRealMetrics(t *testing.T) {
-	b, err := os.ReadFile("prometheus/alerts.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert       string            `yaml:"alert"`
-				Expr        string            `yaml:"expr"`
-				Annotations map[string]string `yaml:"annotations"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal(b, &rules); err != nil {
-		t.Fatal(err)
-	}
 	var exprs []string
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			exprs = append(exprs, r.Expr)
-			// Every alert points at a section of the runbook that exists.
-			link := r.Annotations["runbook"]
-			file, anchor, _ := strings.Cut(link, "#")
-			if file != runbook || anchor == "" {
-				t.Errorf("alert %s: runbook %q is not a section of %s", r.Alert, link, runbook)
-				continue
-			}
-			src, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(file)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !markdown.Anchors(src)[anchor] {
-				t.Errorf("alert %s: runbook %q has no section in %s", r.Alert, link, file)
-			}
+	for _, r := range alertRules(t) {
+		exprs = append(exprs, r.Expr)
+		// Every alert points at a section of the runbook that exists.
+		link := r.Annotations["runbook"]
+		file, anchor, _ := strings.Cut(link, "#")
+		if file != runbook || anchor == "" {
+			t.Errorf("alert %s: runbook %q is not a section of %s", r.Alert, link, runbook)
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !markdown.Anchors(src)[anchor] {
+			t.Errorf("alert %s: runbook %q has no section in %s", r.Alert, link, file)
 		}
 	}
 	checkExprs(t, "alerts", exprs, knownMetrics(t))
@@ -470,7 +580,105 @@ func TestComposeContainersAreHardened(t *testing.T) {
 			t.Errorf("service %s: read_only=%v user=%q cap_drop=%v security_opt=%v", name, svc.ReadOnly, svc.User, svc.CapDrop, svc.SecurityOpt)
 		}
 	}
-	if ours != 4 {
-		t.Fatalf("%d services run burnpoller:dev, want 4 (devchain, webhook-receiver, poller-1, poller-2)", ours)
+	if ours != 5 {
+		t.Fatalf("%d services run burnpoller:dev, want 5 (devchain, sidechain, webhook-receiver, poller-1, poller-2)", ours)
 	}
+}
+
+// loadKit loads the configuration of env (as the binary would from the
+// environment), with every variable of burnpoller the machine has set
+// cleared first.
+func loadKit(t *testing.T, env map[string]string) (config.Set, []string) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := env[k]; !ok && (strings.Contains(k, "RPC_URL") || strings.Contains(k, "CHAIN_ID") ||
+			strings.Contains(k, "BURN_CONTRACT") || k == "GROUPS" || strings.HasPrefix(k, "DATABASE_")) {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	return config.Load(config.ScopeServe)
+}
+
+// TestTheKitServesTwoChainsFromOneReplicaSet: the Kubernetes kit and the
+// compose file configure two groups, one per chain, for one replica set:
+// their variables load without a problem or a warning, the Deployment
+// gives each group its RPC URL from the Secret, and the compose file's
+// groups point at its two dev chains with their chain ids.
+func TestTheKitServesTwoChainsFromOneReplicaSet(t *testing.T) {
+	ms := manifests(t)
+	env := map[string]string{}
+	for k, v := range ms["ConfigMap/burnpoller"].Data {
+		env[k] = v
+	}
+	given := map[string]bool{}
+	for _, e := range ms["Deployment/burnpoller"].Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			env[e.Name] = ms["Secret/burnpoller"].StringData[e.ValueFrom.SecretKeyRef.Key]
+			given[e.Name] = true
+		}
+	}
+	// The Secret's URLs name a CA file of the cluster's; the check of
+	// the URLs themselves is TestKubernetesPostgresURLsVerifyTheServer.
+	env["DATABASE_URL"] = "postgres://burnpoller_runtime@postgres.db.svc:5432/burnpoller"
+	delete(env, "DATABASE_DIRECT_URL")
+	for i, contract := range []string{"ETH_BURN_CONTRACT", "BASE_BURN_CONTRACT"} {
+		env[contract] = fmt.Sprintf("0x%040x", i+1) // the kit's are placeholders
+	}
+	t.Run("kubernetes", func(t *testing.T) {
+		set, problems := loadKit(t, env)
+		if len(problems) > 0 || len(set.Warnings) > 0 {
+			t.Fatalf("problems %q, warnings %q", problems, set.Warnings)
+		}
+		if len(set.Groups) != 2 || set.Groups[0].ChainID == set.Groups[1].ChainID {
+			t.Fatalf("groups %+v, want two chains", set.Groups)
+		}
+		for _, g := range set.Groups {
+			if !given[g.Var("RPC_URL")] {
+				t.Errorf("the Deployment does not give %s", g.Var("RPC_URL"))
+			}
+		}
+	})
+
+	raw, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Command     []string          `yaml:"command"`
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &compose); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("compose", func(t *testing.T) {
+		set, problems := loadKit(t, compose.Services["poller-1"].Environment)
+		if len(problems) > 0 || len(set.Warnings) > 0 {
+			t.Fatalf("problems %q, warnings %q", problems, set.Warnings)
+		}
+		if len(set.Groups) != 2 {
+			t.Fatalf("groups %+v, want two", set.Groups)
+		}
+		for _, g := range set.Groups {
+			u, err := url.Parse(g.RPCURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chain := compose.Services[u.Hostname()]
+			i := slices.Index(chain.Command, "--chain-id")
+			id := "1337" // devchain's default
+			if i >= 0 {
+				id = chain.Command[i+1]
+			}
+			if chain.Command == nil || fmt.Sprint(g.ChainID) != id {
+				t.Errorf("group %s reaches service %q, whose chain id is %s, as chain %d", g.Name, u.Hostname(), id, g.ChainID)
+			}
+		}
+	})
 }

@@ -119,6 +119,44 @@ func (r *replica) start(t *testing.T) {
 	r.stopped = false
 }
 
+// fault is one kind of fault a chaos test injects.
+type fault struct {
+	name string
+	do   func()
+}
+
+// replicaFaults are the faults of the replicas themselves: killed and
+// started again, frozen past TX_TIMEOUT (the replica frozen picks, named
+// whom), their database connections dropped, or cut off from the database
+// past TX_TIMEOUT.
+func replicaFaults(t *testing.T, replicas []*replica, rng *rand.Rand, frozen func() *replica, whom string, txTimeout time.Duration) []fault {
+	t.Helper()
+	anyOne := func() *replica { return replicas[rng.IntN(len(replicas))] }
+	return []fault{
+		{"sigkill a replica and restart it", func() {
+			r := anyOne()
+			p := r.current()
+			p.signal(syscall.SIGKILL)
+			<-p.done
+			time.Sleep(500 * time.Millisecond)
+			r.start(t)
+		}},
+		{"sigstop " + whom + " past TX_TIMEOUT, then sigcont", func() {
+			p := frozen().current()
+			p.signal(syscall.SIGSTOP)
+			time.Sleep(txTimeout + 1500*time.Millisecond)
+			p.signal(syscall.SIGCONT)
+		}},
+		{"drop a replica's database connections", func() { anyOne().db.DropAll() }},
+		{"partition a replica from the database past TX_TIMEOUT", func() {
+			r := anyOne()
+			r.db.Partition(true)
+			time.Sleep(txTimeout + time.Second)
+			r.db.Partition(false)
+		}},
+	}
+}
+
 // invariants watches the ledger while faults run: the cursor never goes
 // back, and no payment lies beyond the cursor.
 type invariants struct {
@@ -130,12 +168,18 @@ type invariants struct {
 
 // watch checks until ctx ends; iv.last starts at -2 (no cursor yet).
 func (iv *invariants) watch(ctx context.Context, pool *pgxpool.Pool, cursorID string) {
+	iv.watchGroup(ctx, pool, cursorID, 0)
+}
+
+// watchGroup is watch for one group of several: its cursor, and the
+// payments of its chain (every payment for chainID 0).
+func (iv *invariants) watchGroup(ctx context.Context, pool *pgxpool.Pool, cursorID string, chainID uint64) {
 	for ctx.Err() == nil {
 		var cursor, maxBlock int64
 		// One statement, one snapshot.
 		err := pool.QueryRow(ctx, `SELECT
 			coalesce((SELECT last_processed_block FROM block_cursors WHERE id = $1), -2),
-			coalesce((SELECT max(block_number) FROM payments), -1)`, cursorID).Scan(&cursor, &maxBlock)
+			coalesce((SELECT max(block_number) FROM payments WHERE $2 = 0 OR chain_id = $2), -1)`, cursorID, int64(chainID)).Scan(&cursor, &maxBlock)
 		if err == nil {
 			iv.mu.Lock()
 			iv.checks++
@@ -215,32 +259,7 @@ func TestChaos(t *testing.T) {
 		}
 		return replicas[rng.IntN(len(replicas))]
 	}
-	faults := []struct {
-		name string
-		do   func()
-	}{
-		{"sigkill a replica and restart it", func() {
-			r := replicas[rng.IntN(3)]
-			p := r.current()
-			p.signal(syscall.SIGKILL)
-			<-p.done
-			time.Sleep(500 * time.Millisecond)
-			r.start(t)
-		}},
-		{"sigstop the lock holder past TX_TIMEOUT, then sigcont", func() {
-			r := holder()
-			p := r.current()
-			p.signal(syscall.SIGSTOP)
-			time.Sleep(txTimeout + 1500*time.Millisecond)
-			p.signal(syscall.SIGCONT)
-		}},
-		{"drop a replica's database connections", func() { replicas[rng.IntN(3)].db.DropAll() }},
-		{"partition a replica from the database past TX_TIMEOUT", func() {
-			r := replicas[rng.IntN(3)]
-			r.db.Partition(true)
-			time.Sleep(txTimeout + time.Second)
-			r.db.Partition(false)
-		}},
+	faults := append(replicaFaults(t, replicas, rng, holder, "the lock holder", txTimeout), []fault{
 		{"database latency", func() {
 			r := replicas[rng.IntN(3)]
 			r.db.SetLatency(40 * time.Millisecond)
@@ -281,7 +300,7 @@ func TestChaos(t *testing.T) {
 			time.Sleep(3 * time.Second)
 			r.rpc.Set(func(f *rpcfault.Faults) { f.LagAt = nil })
 		}},
-	}
+	}...)
 	// Rounds of every fault in a random order, until the time is up.
 	start := time.Now()
 	for time.Since(start) < duration {

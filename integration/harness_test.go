@@ -369,8 +369,15 @@ func chainBurns(t *testing.T, rpcURL string, contract common.Address, to uint64)
 
 func tableRows(t *testing.T, pool *pgxpool.Pool) []ledgerRow {
 	t.Helper()
+	return tableRowsWhere(t, pool, "true")
+}
+
+// tableRowsWhere are the payments that match cond, a condition with $1…
+// taken from args.
+func tableRowsWhere(t *testing.T, pool *pgxpool.Pool, cond string, args ...any) []ledgerRow {
+	t.Helper()
 	rows, err := pool.Query(context.Background(),
-		`SELECT tx_hash, log_index, block_number, block_hash, payer, digest, amount::text FROM payments`)
+		`SELECT tx_hash, log_index, block_number, block_hash, payer, digest, amount::text FROM payments WHERE `+cond, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +471,14 @@ type cursorMove struct {
 // committedRanges returns the audited cursor moves in commit order.
 func committedRanges(t *testing.T, pool *pgxpool.Pool) []cursorMove {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT old_block, new_block, at FROM cursor_audit ORDER BY seq`)
+	return committedRangesOf(t, pool, "")
+}
+
+// committedRangesOf returns the audited moves of cursor id ("": of every
+// cursor) in commit order.
+func committedRangesOf(t *testing.T, pool *pgxpool.Pool, id string) []cursorMove {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT old_block, new_block, at FROM cursor_audit WHERE $1 = '' OR id = $1 ORDER BY seq`, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -338,6 +338,7 @@ func TestEveryBadVariableExitsTwo(t *testing.T) {
 		"WEBHOOK_EVENTS":         "paid",
 		"WEBHOOK_TIMEOUT":        "1ms",
 		"WEBHOOK_MAX_AGE":        "forever",
+		"GROUPS":                 "eth-main",
 	}
 	for key, value := range bad {
 		env := []string{}

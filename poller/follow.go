@@ -52,6 +52,7 @@ type headRead struct {
 // the next block's parent is checked against.
 func (l *Loop) follow(ctx context.Context, tx *RangeTx, lk looker) (out outcome, done bool, err error) {
 	readAt := time.Now()
+	l.readAt = readAt
 	cur := tx.Cursor()
 	read, err := l.readTo(ctx, tx)
 	if err != nil {

@@ -47,6 +47,19 @@ type LoopConfig struct {
 	// head, at most PendingMaxBlocks above the target.
 	Pending          bool
 	PendingMaxBlocks int64
+	// Holder, if set, says whether this replica is the group's preferred
+	// holder (a replica set serving several groups spreads them); nil,
+	// whichever replica takes the row works, as in a replica set of one
+	// group.
+	Holder Holder
+}
+
+// Holder says which replica of a group's replica set should work the group
+// now.
+type Holder interface {
+	// Preferred says whether this replica is the group's preferred holder;
+	// known is false while no preference is known.
+	Preferred() (this, known bool)
 }
 
 // LoopSignals tell a test what the loop did; they are off unless a test
@@ -110,6 +123,10 @@ type Loop struct {
 	lastHead  chain.Header
 	headAt    time.Time
 	blockTime time.Duration
+	// readAt is when this replica last began a read of the chain, and
+	// deferWait how long to wait after deferring to another (see deferTo).
+	readAt    time.Time
+	deferWait time.Duration
 
 	// Signals are for tests; set them up before Run.
 	Signals LoopSignals
@@ -143,6 +160,7 @@ const (
 	outSkipped                  // another replica read the chain just now (see skip)
 	outYielded                  // another replica is catching up (see yield)
 	outUnmoved                  // the head stands where head tracking read it (see follow)
+	outDeferred                 // the group's preferred holder reads it (see deferTo)
 )
 
 // handoff is how recently another replica must have moved the cursor for
@@ -227,6 +245,9 @@ func (l *Loop) Run(ctx context.Context) error {
 		case out == outYielded:
 			b.Reset()
 			sleep(ctx, handoffPause, l.beat)
+		case out == outDeferred:
+			b.Reset()
+			sleep(ctx, l.deferWait, l.beat)
 		case l.cfg.UntilCaughtUp && ctx.Err() == nil:
 			l.log.Info("caught up with the target; stopping as asked")
 			return nil
@@ -270,53 +291,86 @@ func (l *Loop) idle(ctx context.Context, started time.Time) {
 // skip says another replica of the group read the chain recently enough
 // that this poll lets that read stand, so that the node sees one poll per
 // POLL_INTERVAL (or per new head) rather than one per replica: a read that
-// left the cursor at the target began within nine tenths of POLL_INTERVAL
-// when the timer ended this replica's wait, or after the new head that
-// ended it. Each duration compares the database's clock with itself or this
-// process's with itself, so clock skew between hosts does not matter. A
-// one-shot run (UntilCaughtUp) never skips: it must see the target itself
-// to stop.
-func (l *Loop) skip(ctx context.Context, tx *RangeTx) (bool, error) {
-	if l.cfg.UntilCaughtUp {
-		return false, nil
-	}
-	age, ok, err := tx.PolledAge(ctx)
-	if err != nil || !ok {
-		return false, err
+// left the cursor at the target began age ago (ok: one was ever marked),
+// within nine tenths of POLL_INTERVAL when the timer ended this replica's
+// wait, or after the new head that ended it. Each duration compares the
+// database's clock with itself or this process's with itself, so clock
+// skew between hosts does not matter.
+func (l *Loop) skip(age time.Duration, ok bool) bool {
+	if !ok {
+		return false
 	}
 	if !l.woken.IsZero() {
-		return age < time.Since(l.woken), nil
+		return age < time.Since(l.woken)
 	}
-	return age < l.cfg.PollInterval*9/10, nil
+	return age < l.cfg.PollInterval*9/10
 }
 
-// standAside lets another replica's work stand when it should (see yield
-// and skip): it commits what taking the row did (the group's contracts kept
-// in step with this replica's, a rolling update's new member) and says so
-// with done.
+// standAside lets another replica's work stand when it should (see yield,
+// skip and deferTo): it commits what taking the row did (the group's
+// contracts kept in step with this replica's, a rolling update's new
+// member) and says so with done. The group's preferred holder, when there
+// is one, neither yields nor skips: it takes the group back from whoever
+// worked it meanwhile, and the others defer to it. A one-shot run
+// (UntilCaughtUp) never stands aside at the target: it must see the target
+// itself to stop.
 func (l *Loop) standAside(ctx context.Context, tx *RangeTx) (out outcome, done bool, err error) {
+	preferred, known := false, false
+	if l.cfg.Holder != nil {
+		preferred, known = l.cfg.Holder.Preferred()
+	}
 	switch {
+	case preferred:
+		return outIdle, false, nil
 	case l.yield(tx.Cursor()):
 		out = outYielded
+	case l.cfg.UntilCaughtUp:
+		return outIdle, false, nil
 	default:
-		skip, err := l.skip(ctx, tx)
-		if err != nil {
+		age, polled, err := tx.PolledAge(ctx)
+		switch {
+		case err != nil:
 			return outSkipped, true, err
-		}
-		if !skip {
+		case known && l.deferTo(age, polled):
+			out = outDeferred
+		case l.skip(age, polled):
+			out = outSkipped
+		default:
 			return outIdle, false, nil
 		}
-		out = outSkipped
 	}
 	if _, err := tx.Commit(ctx); err != nil {
 		return out, true, err
 	}
-	if out == outYielded {
-		l.Signals.Standby.Send(struct{}{})
-	} else {
+	if out == outSkipped {
 		l.Signals.Skipped.Send(struct{}{})
+	} else {
+		l.Signals.Standby.Send(struct{}{})
 	}
 	return out, true, nil
+}
+
+// deferTo says another replica, the group's preferred holder or one that
+// took over from it, began a read of the chain for the group age ago (ok:
+// one was ever marked), within a deferral window of 1.9 POLL_INTERVAL:
+// this replica then leaves the reads to it, and looks again when that read
+// is a window old. A holder that stops reading (dead, frozen, partitioned,
+// its node down) is thus taken over at most 1.9 POLL_INTERVAL after its
+// last read, the most a replica of one group may wait today (skip: its
+// timer ends its wait up to a POLL_INTERVAL after the 0.9 POLL_INTERVAL a
+// read stands), while a holder whose reads run late (a slow node, a busy
+// machine) keeps its group. A group behind the target is not deferred: the
+// cursor moving is what yield hands over, as before.
+func (l *Loop) deferTo(age time.Duration, ok bool) bool {
+	window := l.cfg.PollInterval * 19 / 10
+	// A read this replica began itself is not another's (the ages come
+	// from two clocks, each against itself: allow for the round trip).
+	mine := !l.readAt.IsZero() && time.Since(l.readAt) <= age+100*time.Millisecond
+	if !ok || mine || age >= window {
+		return false
+	}
+	l.deferWait = max(window-age, 10*time.Millisecond)
+	return true
 }
 
 // yield says another replica moved the cursor within handoffWindow of
@@ -396,6 +450,7 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 	}
 
 	readAt := time.Now()
+	l.readAt = readAt
 	target, err := l.w.node.Target(ctx)
 	if err != nil {
 		return outIdle, fmt.Errorf("reading the target: %w", err)
@@ -506,7 +561,7 @@ func resultLabel(out outcome, err error) string {
 	switch {
 	case err != nil:
 		return ResultError
-	case out == outStandby, out == outSkipped, out == outYielded:
+	case out == outStandby, out == outSkipped, out == outYielded, out == outDeferred:
 		return ResultStandby
 	case out == outCommitted, out == outBehind:
 		return ResultCommitted

@@ -54,8 +54,28 @@ type Metrics struct {
 }
 
 // NewMetrics builds the collectors and registers them, with
-// burnpoller_build_info, on reg.
+// burnpoller_build_info, on reg: the metrics of a process that serves one
+// group.
 func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) *Metrics {
+	m := NewGroupMetrics(reg)
+	RegisterBuildInfo(reg, version, revision, goVersion)
+	return m
+}
+
+// RegisterBuildInfo registers burnpoller_build_info on reg, once per
+// process.
+func RegisterBuildInfo(reg prometheus.Registerer, version, revision, goVersion string) {
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "burnpoller_build_info",
+		Help: "Always 1; labels name the build.",
+	}, []string{"version", "revision", "goversion"})
+	buildInfo.WithLabelValues(version, revision, goVersion).Set(1)
+	reg.MustRegister(buildInfo)
+}
+
+// NewGroupMetrics builds one group's collectors and registers them on reg
+// (for a named group, a registerer that labels them with its name).
+func NewGroupMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		weights: chain.DefaultWeights(),
 		CursorBlock: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -178,11 +198,6 @@ func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) 
 			Help: "Blocks of a contract added to the group still to be read below the cursor; 0 once its history is complete.",
 		}, []string{"contract"}),
 	}
-	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "burnpoller_build_info",
-		Help: "Always 1; labels name the build.",
-	}, []string{"version", "revision", "goversion"})
-	buildInfo.WithLabelValues(version, revision, goVersion).Set(1)
 	for _, r := range []string{ResultCommitted, ResultIdle, ResultStandby, ResultError} {
 		m.Polls.WithLabelValues(r)
 	}
@@ -196,7 +211,7 @@ func NewMetrics(reg prometheus.Registerer, version, revision, goVersion string) 
 		m.Polls, m.PollDuration, m.LockWait, m.LockHeld, m.RPCRequests, m.ComputeUnits, m.RPCDuration, m.FinalityViolation,
 		m.RejectedLogs, m.Rescans, m.RescanRecovered, m.RPCErrors, m.NodeLagging, m.NodeBehind, m.RangeLimitBlocks,
 		m.EndpointActive, m.HeadSubscription, m.Events, m.PendingPayments, m.HeadTracking, m.HeadTrackingFails,
-		m.NodeFaults, m.QuorumDisagree, m.ContractBackfill, buildInfo)
+		m.NodeFaults, m.QuorumDisagree, m.ContractBackfill)
 	return m
 }
 

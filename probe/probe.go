@@ -29,10 +29,87 @@ const CheckTimeout = 3 * time.Second
 type Status struct {
 	Status string            `json:"status"`
 	Checks map[string]string `json:"checks"`
+	// Groups are the named groups' states, when the process serves
+	// several (GROUPS).
+	Groups map[string]GroupStatus `json:"groups,omitempty"`
+}
+
+// GroupStatus is one named group's readiness in the /readyz body.
+type GroupStatus struct {
+	// Status is "ready", "not ready", or "needs operator" for a group that
+	// waits for someone to act (a latched finality violation, a node on
+	// another chain): restarting the replica will not help it.
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks"`
+}
+
+// The states of a group.
+const (
+	GroupReady         = "ready"
+	GroupNotReady      = "not ready"
+	GroupNeedsOperator = "needs operator"
+)
+
+// Readiness is what /readyz reports: the process's checks and, for a
+// process that serves named groups, each group's.
+type Readiness struct {
+	Checks []Check
+	// Groups, if any, make the process ready while its own checks pass
+	// and at least one group is ready: it can serve that group.
+	Groups []Group
+}
+
+// Group is the readiness of one named group.
+type Group struct {
+	Name   string
+	Checks []Check
+	// NeedsOperator, if set, says the group waits for an operator.
+	NeedsOperator func() bool
+}
+
+// Run runs every check, the groups' too, concurrently and returns the
+// combined status.
+func (r Readiness) Run(ctx context.Context) Status {
+	var (
+		wg     sync.WaitGroup
+		groups = make([]Status, len(r.Groups))
+		st     Status
+	)
+	for i, g := range r.Groups {
+		wg.Go(func() { groups[i] = Run(ctx, g.Checks) })
+	}
+	st = Run(ctx, r.Checks)
+	wg.Wait()
+	if len(r.Groups) == 0 {
+		return st
+	}
+	st.Groups = make(map[string]GroupStatus, len(r.Groups))
+	anyReady := false
+	for i, g := range r.Groups {
+		gs := GroupStatus{Status: GroupReady, Checks: groups[i].Checks}
+		switch {
+		case g.NeedsOperator != nil && g.NeedsOperator():
+			gs.Status = GroupNeedsOperator
+		case groups[i].Status != "ready":
+			gs.Status = GroupNotReady
+		default:
+			anyReady = true
+		}
+		st.Groups[g.Name] = gs
+	}
+	if !anyReady {
+		st.Status = "not ready"
+	}
+	return st
 }
 
 // Handler routes the probe and metrics paths. live reports liveness.
 func Handler(live func() error, checks []Check, metrics http.Handler) http.Handler {
+	return HandlerFor(live, Readiness{Checks: checks}, metrics)
+}
+
+// HandlerFor is Handler with the readiness of groups.
+func HandlerFor(live func() error, ready Readiness, metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
 		st := Status{Status: "ok", Checks: map[string]string{"loop": "ok"}}
@@ -42,7 +119,7 @@ func Handler(live func() error, checks []Check, metrics http.Handler) http.Handl
 		write(w, st)
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		write(w, Run(r.Context(), checks))
+		write(w, ready.Run(r.Context()))
 	})
 	mux.Handle("GET /metrics", metrics)
 	// No request here has a body worth reading.
@@ -82,10 +159,16 @@ func Run(ctx context.Context, checks []Check) Status {
 // Watch runs checks every interval until ctx ends and reports whether all
 // passed, so that readiness can be exported as a metric and alerted on.
 func Watch(ctx context.Context, checks []Check, interval time.Duration, report func(ready bool)) {
+	WatchReadiness(ctx, Readiness{Checks: checks}, interval, func(st Status) { report(st.Status == "ready") })
+}
+
+// WatchReadiness runs r every interval until ctx ends and reports the
+// status, the groups' too.
+func WatchReadiness(ctx context.Context, r Readiness, interval time.Duration, report func(Status)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		report(Run(ctx, checks).Status == "ready")
+		report(r.Run(ctx))
 		select {
 		case <-ctx.Done():
 			return

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,69 @@ func TestSlowCheckTimesOut(t *testing.T) {
 	}
 	if st.Checks["node"] != "timeout" || st.Status != "not ready" {
 		t.Fatalf("status = %+v", st)
+	}
+}
+
+// TestReadyzOfGroups: with named groups, the process is ready while its
+// own checks pass and one group is ready; each group's state is in the
+// body, and a group that needs an operator is named so.
+func TestReadyzOfGroups(t *testing.T) {
+	t.Parallel()
+	ok := func(context.Context) error { return nil }
+	failing := func(state string) func(context.Context) error {
+		return func(context.Context) error { return errors.New(state) }
+	}
+	group := func(name string, needsOperator bool, poller func(context.Context) error) probe.Group {
+		return probe.Group{Name: name, Checks: []probe.Check{{Name: "node", Func: ok}, {Name: "poller", Func: poller}},
+			NeedsOperator: func() bool { return needsOperator }}
+	}
+	tests := []struct {
+		name       string
+		process    func(context.Context) error
+		groups     []probe.Group
+		wantCode   int
+		wantGroups map[string]probe.GroupStatus
+	}{
+		{
+			name: "one group of two ready", process: ok,
+			groups:   []probe.Group{group("eth", false, ok), group("base", true, failing("finality violation at block 7"))},
+			wantCode: http.StatusOK,
+			wantGroups: map[string]probe.GroupStatus{
+				"eth":  {Status: "ready", Checks: map[string]string{"node": "ok", "poller": "ok"}},
+				"base": {Status: "needs operator", Checks: map[string]string{"node": "ok", "poller": "finality violation at block 7"}},
+			},
+		},
+		{
+			name: "no group ready", process: ok,
+			groups:   []probe.Group{group("eth", false, failing("starting")), group("base", true, failing("wrong chain id"))},
+			wantCode: http.StatusServiceUnavailable,
+			wantGroups: map[string]probe.GroupStatus{
+				"eth":  {Status: "not ready", Checks: map[string]string{"node": "ok", "poller": "starting"}},
+				"base": {Status: "needs operator", Checks: map[string]string{"node": "ok", "poller": "wrong chain id"}},
+			},
+		},
+		{
+			name: "the database down", process: failing("unreachable"),
+			groups:   []probe.Group{group("eth", false, ok)},
+			wantCode: http.StatusServiceUnavailable,
+			wantGroups: map[string]probe.GroupStatus{
+				"eth": {Status: "ready", Checks: map[string]string{"node": "ok", "poller": "ok"}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := probe.HandlerFor(func() error { return nil },
+				probe.Readiness{Checks: []probe.Check{{Name: "database", Func: tt.process}}, Groups: tt.groups}, http.NotFoundHandler())
+			code, body := get(t, http.MethodGet, "http://"+serveHandler(t, h)+"/readyz")
+			var st probe.Status
+			if err := json.Unmarshal([]byte(body), &st); err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.wantCode || !reflect.DeepEqual(st.Groups, tt.wantGroups) {
+				t.Fatalf("/readyz = %d %s, want %d with groups %+v", code, body, tt.wantCode, tt.wantGroups)
+			}
+		})
 	}
 }

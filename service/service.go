@@ -1,6 +1,7 @@
 // Package service runs a burnpoller replica: the probe and metrics server,
-// start-up waiting, readiness, the newHeads watcher and the live loop, with
-// New, Start and Stop. cmd/poller builds its parts and wires it.
+// start-up waiting, readiness, and for each group it serves the newHeads
+// watcher, the contract backfill and the live loop, with New, Start and
+// Stop. cmd/poller builds its parts and wires it.
 package service
 
 import (
@@ -20,44 +21,74 @@ import (
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/probe"
+	"github.com/burnpoller/burnpoller/spread"
 	"github.com/burnpoller/burnpoller/webhooks"
 )
 
 // Config is a replica's behaviour.
 type Config struct {
+	// Migrate applies the migrations at start; otherwise start-up waits
+	// for them. (The groups' Prep.Migrate is not read.)
+	Migrate bool
+	// Groups are the groups the replica serves: one, without a name,
+	// without GROUPS.
+	Groups []Group
+	// HTTPAddr is where /livez, /readyz and /metrics listen.
+	HTTPAddr string
+	// ShutdownTimeout bounds Stop from the moment it is called: the
+	// in-flight transactions may use all of it but a reserve, in which the
+	// HTTP server stops.
+	ShutdownTimeout time.Duration
+	// Webhooks, if set, delivers payment events beside the loops, from the
+	// moment the first group's start-up checks pass until the replica
+	// stops.
+	Webhooks *webhooks.Dispatcher
+	// Spread, if set, spreads the groups over the replica set: the
+	// replica's membership beats from the moment the schema is ready, each
+	// group it serves is listed while its loop is healthy, and each loop
+	// follows its group's preferred holder (poller.LoopConfig.Holder).
+	Spread *spread.Members
+}
+
+// named says the groups have names (GROUPS): each is served on its own,
+// and a group refused at start leaves the others running.
+func (c Config) named() bool { return len(c.Groups) > 0 && c.Groups[0].Name != "" }
+
+// Group is one group a replica serves: its node, its writer and its loop.
+type Group struct {
+	// Name is the group's name in GROUPS; "" for the one group without.
+	Name   string
 	Prep   Prep
 	Writer poller.WriterConfig
 	// Loop's DrainTimeout and Wake are set by the service.
 	Loop poller.LoopConfig
-	// HTTPAddr is where /livez, /readyz and /metrics listen.
-	HTTPAddr string
-	// ShutdownTimeout bounds Stop from the moment it is called: the
-	// in-flight transaction may use all of it but a reserve, in which the
-	// HTTP server stops.
-	ShutdownTimeout time.Duration
 	// HeadsURL, if set, is a ws/wss endpoint whose newHeads end the wait
 	// after reaching the target early.
 	HeadsURL string
-	// Webhooks, if set, delivers payment events beside the loop, from the
-	// moment the start-up checks pass until the replica stops.
-	Webhooks *webhooks.Dispatcher
+	// Nodes are the group's own endpoints; Metrics its own collectors.
+	Nodes   *chain.Endpoints
+	Metrics *poller.Metrics
+	// Registerer is where the group's readiness gauges are registered:
+	// the replica's registry for the one group, the registry labelled
+	// with the name (group="eth") for a named one.
+	Registerer prometheus.Registerer
 }
 
 // Service is one replica. Its methods are safe to call from several
 // goroutines; Stop is safe to call twice or without Start.
 type Service struct {
-	cfg     Config
-	deps    Deps
-	reg     *prometheus.Registry
-	metrics *poller.Metrics
-	log     *slog.Logger
-	beat    *poller.Heartbeat
-	srv     *probe.Server
-	ready   prometheus.Gauge
-
-	running  atomic.Pointer[poller.Loop]
-	members  atomic.Pointer[poller.MemberBackfiller]
+	cfg    Config
+	deps   Deps
+	reg    *prometheus.Registry
+	log    *slog.Logger
+	groups []*group
+	srv    *probe.Server
+	// ready is burnpoller_ready of a replica of one group; a named group
+	// has its own.
+	ready    prometheus.Gauge
 	stopping atomic.Bool
+	// hooksOnce starts the webhook dispatcher once.
+	hooksOnce sync.Once
 
 	mu       sync.Mutex // guards started and cancel
 	started  bool
@@ -70,17 +101,30 @@ type Service struct {
 }
 
 // New binds the HTTP address and builds the service; nothing runs until
-// Start. reg is where the metrics are registered and what /metrics serves.
-func New(cfg Config, deps Deps, reg *prometheus.Registry, metrics *poller.Metrics) (*Service, error) {
-	s := &Service{cfg: cfg, deps: deps, reg: reg, metrics: metrics, log: deps.Log, beat: poller.NewHeartbeat(), done: make(chan struct{})}
-	s.ready = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "burnpoller_ready",
-		Help: "1 while every readiness check passes, evaluated every 15 seconds.",
-	})
-	if err := reg.Register(s.ready); err != nil {
-		return nil, fmt.Errorf("registering burnpoller_ready: %w", err)
+// Start. reg is where the process's metrics are registered and what
+// /metrics serves (the groups' are registered through their Registerer).
+func New(cfg Config, deps Deps, reg *prometheus.Registry) (*Service, error) {
+	if len(cfg.Groups) == 0 {
+		return nil, errors.New("service: no group to serve")
 	}
-	srv, err := probe.Listen(cfg.HTTPAddr, probe.Handler(s.live, s.checks(), promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	s := &Service{cfg: cfg, deps: deps, reg: reg, log: deps.Log, done: make(chan struct{})}
+	for _, gc := range cfg.Groups {
+		g, err := newGroup(gc, s)
+		if err != nil {
+			return nil, err
+		}
+		s.groups = append(s.groups, g)
+	}
+	if !cfg.named() {
+		s.ready = prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "burnpoller_ready",
+			Help: "1 while every readiness check passes, evaluated every 15 seconds.",
+		})
+		if err := reg.Register(s.ready); err != nil {
+			return nil, fmt.Errorf("registering burnpoller_ready: %w", err)
+		}
+	}
+	srv, err := probe.Listen(cfg.HTTPAddr, probe.HandlerFor(s.live, s.readiness(), promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	if err != nil {
 		return nil, err
 	}
@@ -91,14 +135,11 @@ func New(cfg Config, deps Deps, reg *prometheus.Registry, metrics *poller.Metric
 // Addr is the bound HTTP address.
 func (s *Service) Addr() string { return s.srv.Addr().String() }
 
-// Heartbeat is the loop's liveness heartbeat.
-func (s *Service) Heartbeat() *poller.Heartbeat { return s.beat }
-
 // Start serves the HTTP endpoints at once, so that /readyz can say what is
 // missing, and starts the replica's work in the background: waiting for the
-// database, the schema, the hook and the node, then the loop. It returns
-// once the HTTP server is serving; Done is closed when the work ends (Stop,
-// UntilCaughtUp reached, or a failure Err reports).
+// database and the schema, and for each group its node and hook, then its
+// loop. It returns once the HTTP server is serving; Done is closed when the
+// work ends (Stop, UntilCaughtUp reached, or a failure Err reports).
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -112,7 +153,7 @@ func (s *Service) Start(ctx context.Context) error {
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.srv.Start()
 	s.bg.Go(func() {
-		probe.Watch(ctx, s.checks(), 15*time.Second, func(ok bool) { s.ready.Set(map[bool]float64{true: 1}[ok]) })
+		probe.WatchReadiness(ctx, s.readiness(), 15*time.Second, s.report)
 	})
 	go func() {
 		defer close(s.done)
@@ -125,10 +166,10 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Done() <-chan struct{} { return s.done }
 
 // Err is why the work ended, once Done is closed (it waits for that): nil
-// after Stop, a service never started, or a
-// caught-up UntilCaughtUp run; an error wrapping ErrRefused for a
-// configuration the start-up refused; a *poller.ViolationError when an
-// UntilCaughtUp run latched one; another error otherwise.
+// after Stop, a service never started, or a caught-up UntilCaughtUp run;
+// an error wrapping ErrRefused for a configuration the start-up refused
+// (with named groups, once every group was refused); a *poller.ViolationError
+// when an UntilCaughtUp run latched one; another error otherwise.
 func (s *Service) Err() error {
 	<-s.done
 	return s.err
@@ -138,95 +179,119 @@ func (s *Service) Err() error {
 // the pool after the in-flight transaction.
 func (s *Service) drainReserve() time.Duration { return min(s.cfg.ShutdownTimeout/4, time.Second) }
 
-func (s *Service) run(ctx context.Context) error {
-	s.log.Info("burnpoller starting", slog.String("http_addr", s.Addr()), slog.String("node", s.deps.Nodes.String()),
-		slog.Uint64("chain_id", s.cfg.Writer.ChainID), slog.Any("contracts", s.cfg.Writer.Contracts),
-		slog.String("cursor_id", s.cfg.Loop.CursorID))
-	hook, err := Prepare(ctx, s.cfg.Prep, s.deps, s.beat.Beat)
-	if err != nil {
-		if ctx.Err() != nil {
-			s.log.Info("stopped during start-up")
-			return nil
-		}
-		return fmt.Errorf("start-up: %w", err)
-	}
-	wcfg, lc := Writer(s.cfg.Writer, hook, s.cfg.Prep.HookSQL), s.cfg.Loop
-	if g := wcfg.Group; g != nil && g.DefaultID {
-		id, err := s.resolveGroup(ctx, *g)
+// run waits for the database and the schema once, and meanwhile runs every
+// group: its node checks at once, its hook once the schema is ready, then
+// its loop. A failure of the database side that waiting cannot fix ends
+// every group. Without GROUPS, the one group's refusal ends the replica,
+// as it always did; with them, a refused group is told (log, readiness,
+// burnpoller_needs_operator) and the others go on, until none is left.
+func (s *Service) run(stop context.Context) error {
+	ctx, cancel := context.WithCancelCause(stop)
+	defer cancel(nil)
+	schema := make(chan struct{})
+	dbDone := make(chan error, 1)
+	go func() {
+		err := s.prepareDatabase(ctx, stop)
 		if err != nil {
-			return err
+			cancel(err)
+		} else {
+			s.startSpread(ctx)
+			close(schema)
 		}
-		group := *g
-		group.CursorID, wcfg.Group, lc.CursorID = id, &group, id
+		dbDone <- err
+	}()
+	if s.cfg.Spread != nil {
+		defer s.cfg.Spread.Stop()
 	}
-	w := poller.NewWriter(wcfg, s.deps.Store, s.deps.Nodes, s.metrics, s.log)
-	lc.DrainTimeout = s.cfg.ShutdownTimeout - s.drainReserve()
-	if s.cfg.HeadsURL != "" {
-		wake := make(chan struct{}, 1)
-		lc.Wake = wake
-		hctx, stopHeads := context.WithCancel(ctx)
-		heads := make(chan struct{})
-		go func() {
-			defer close(heads)
-			chain.WatchHeads(hctx, s.cfg.HeadsURL, wake, s.metrics.HeadsUp, s.log)
-		}()
-		defer func() { stopHeads(); <-heads }()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		errs    []error
+		refused int
+	)
+	for _, g := range s.groups {
+		wg.Go(func() {
+			err := g.run(ctx, schema)
+			if err == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, err)
+			if errors.Is(err, ErrRefused) {
+				refused++
+			}
+			if !s.cfg.named() || refused == len(s.groups) {
+				cancel(err)
+			}
+		})
 	}
-	if s.cfg.Webhooks != nil {
-		dctx, stopHooks := context.WithCancel(ctx)
-		hooksDone := make(chan struct{})
-		go func() {
-			defer close(hooksDone)
-			_ = s.cfg.Webhooks.Run(dctx)
-		}()
-		defer func() { stopHooks(); <-hooksDone }()
+	wg.Wait()
+	cancel(nil)
+	dbErr := <-dbDone
+	if stop.Err() != nil {
+		s.log.Info("poller stopped")
+		return nil
 	}
-	if s.cfg.Writer.Group != nil {
-		mb := poller.NewMemberBackfiller(w, max(lc.PollInterval, time.Second), s.log)
-		s.members.Store(mb)
-		mctx, stopMembers := context.WithCancel(ctx)
-		membersDone := make(chan struct{})
-		go func() {
-			defer close(membersDone)
-			mb.Run(mctx)
-		}()
-		defer func() { stopMembers(); <-membersDone }()
+	if cause := context.Cause(ctx); dbErr != nil && cause != nil && !errors.Is(dbErr, cause) && !errors.Is(dbErr, context.Canceled) {
+		// A group was refused first, and then a migration begun
+		// meanwhile failed on its own: the refusal is returned, this is
+		// told.
+		s.log.Warn("the database side of start-up failed as well", slog.Any("err", dbErr))
 	}
-	loop := poller.NewLoop(lc, w, s.metrics, s.beat, s.log)
-	s.running.Store(loop)
-	if err := loop.Run(ctx); err != nil && ctx.Err() == nil {
-		return err
+	switch {
+	case dbErr != nil && !errors.Is(dbErr, context.Canceled):
+		return fmt.Errorf("start-up: %w", dbErr)
+	case len(errs) > 0 && (!s.cfg.named() || refused == len(errs) && refused == len(s.groups)):
+		return startupErr(errors.Join(errs...))
+	case len(errs) > 0:
+		// An UntilCaughtUp run: every group's outcome counts.
+		return errors.Join(errs...)
 	}
 	s.log.Info("poller stopped")
 	return nil
 }
 
-// resolveGroup finds the group of a replica without CURSOR_ID by its
-// recorded contracts, retrying while the database does not answer.
-func (s *Service) resolveGroup(ctx context.Context, g poller.GroupConfig) (string, error) {
-	b := StartupBackoff()
-	for {
-		s.beat.Beat()
-		id, err := poller.ResolveGroup(ctx, s.deps.Store, s.cfg.Writer.ChainID, s.cfg.Writer.Contracts, g.CursorID)
-		switch {
-		case err == nil:
-			if id != g.CursorID {
-				s.log.Info("the group is found by its recorded contracts; it keeps its cursor id",
-					slog.String("cursor_id", id), slog.String("default_cursor_id", g.CursorID))
-			}
-			return id, nil
-		case errors.Is(err, poller.ErrGroupAmbiguous):
-			return "", fmt.Errorf("start-up: %w: %w", ErrRefused, err)
-		case ctx.Err() != nil:
-			return "", nil
-		}
-		s.log.Warn("finding the group failed; retrying", slog.Any("err", err))
-		select {
-		case <-ctx.Done():
-			return "", nil
-		case <-time.After(b.NextBackOff()):
-		}
+// startupErr names a refusal as start-up's; a loop's own error (a
+// violation latched by an UntilCaughtUp run) is returned as it is.
+func startupErr(err error) error {
+	if errors.Is(err, ErrRefused) {
+		return fmt.Errorf("start-up: %w", err)
 	}
+	return err
+}
+
+// prepareDatabase waits for the database and the schema, applying the
+// migrations when asked; every group's heartbeat beats meanwhile.
+func (s *Service) prepareDatabase(ctx, stop context.Context) error {
+	st := &startup{p: Prep{Migrate: s.cfg.Migrate}, d: s.deps, beat: func() {
+		for _, g := range s.groups {
+			g.beat.Beat()
+		}
+	}}
+	if err := st.database(ctx); err != nil {
+		return err
+	}
+	return st.schema(ctx, stop)
+}
+
+// startSpread starts the replica's membership, once the schema holds its
+// table.
+func (s *Service) startSpread(ctx context.Context) {
+	if s.cfg.Spread != nil {
+		_ = s.cfg.Spread.Start(ctx)
+	}
+}
+
+// startWebhooks starts the dispatcher once, when the first group is ready
+// to run; it stops with the replica.
+func (s *Service) startWebhooks(ctx context.Context) {
+	if s.cfg.Webhooks == nil {
+		return
+	}
+	s.hooksOnce.Do(func() {
+		s.bg.Go(func() { _ = s.cfg.Webhooks.Run(ctx) })
+	})
 }
 
 // Stop ends the work: a lock wait at once, an in-flight transaction within
@@ -258,20 +323,25 @@ func (s *Service) Stop() error {
 	return s.stopErr
 }
 
-// live is /livez: the loop is stalled if it has not come round for longer
-// than its slowest legitimate iteration: a lock wait plus a whole
-// transaction plus the longest back-off, with room to spare.
+// live is /livez: every group that runs has come round within its slowest
+// legitimate iteration (a refused group runs nothing and is left out).
 func (s *Service) live() error {
-	stallAfter := s.cfg.Writer.LockWait + s.cfg.Writer.TxTimeout + max(s.cfg.Loop.PollInterval, 30*time.Second) + 30*time.Second
-	if since := s.beat.Since(); since > stallAfter {
-		return fmt.Errorf("no progress for %s", since.Round(time.Second))
+	for _, g := range s.groups {
+		if err := g.live(); err != nil {
+			if g.cfg.Name != "" {
+				return fmt.Errorf("group %s: %w", g.cfg.Name, err)
+			}
+			return err
+		}
 	}
 	return nil
 }
 
-// checks are /readyz's. Their errors are short states, never configuration.
-func (s *Service) checks() []probe.Check {
-	return []probe.Check{
+// readiness is /readyz's: the process's checks, then the one group's
+// beside them, or each named group's apart. Their errors are short
+// states, never configuration.
+func (s *Service) readiness() probe.Readiness {
+	process := []probe.Check{
 		{Name: "database", Func: func(ctx context.Context) error {
 			switch err := s.deps.Store.Writable(ctx); {
 			case errors.Is(err, payments.ErrReadOnly):
@@ -292,22 +362,32 @@ func (s *Service) checks() []probe.Check {
 			}
 			return nil
 		}},
-		{Name: "node", Func: s.deps.Nodes.Health},
-		{Name: "poller", Func: func(ctx context.Context) error {
-			l := s.running.Load()
-			switch {
-			case s.stopping.Load():
-				return errors.New("shutting down")
-			case l == nil:
-				return errors.New("starting")
-			}
-			return l.Health()
-		}},
-		{Name: "contracts", Func: func(context.Context) error {
-			if mb := s.members.Load(); mb != nil {
-				return mb.Health()
-			}
-			return nil
-		}},
+	}
+	if !s.cfg.named() {
+		return probe.Readiness{Checks: append(process, s.groups[0].checks()...)}
+	}
+	r := probe.Readiness{Checks: process}
+	for _, g := range s.groups {
+		r.Groups = append(r.Groups, probe.Group{Name: g.cfg.Name, Checks: g.checks(), NeedsOperator: g.needsOperator})
+	}
+	return r
+}
+
+// report exports a readiness evaluation: burnpoller_ready (per group with
+// GROUPS: 1 while the process's checks and the group's pass) and
+// burnpoller_needs_operator.
+func (s *Service) report(st probe.Status) {
+	if !s.cfg.named() {
+		s.ready.Set(map[bool]float64{true: 1}[st.Status == "ready"])
+		s.groups[0].reportNeedsOperator()
+		return
+	}
+	processOK := true
+	for _, state := range st.Checks {
+		processOK = processOK && state == "ok"
+	}
+	for _, g := range s.groups {
+		g.ready.Set(map[bool]float64{true: 1}[processOK && st.Groups[g.cfg.Name].Status == probe.GroupReady])
+		g.reportNeedsOperator()
 	}
 }

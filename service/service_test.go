@@ -70,12 +70,17 @@ func newService(t *testing.T, eps *chain.Endpoints, contract common.Address, hoo
 	store := payments.NewStore(pool)
 	reg := prometheus.NewRegistry()
 	svc, err := service.New(service.Config{
-		Prep:            service.Prep{ChainID: 1337, Contracts: []common.Address{contract}, HookSQL: hookSQL},
-		Writer:          poller.WriterConfig{ChainID: 1337, Contracts: []common.Address{contract}, MaxBlockRange: 100, LockWait: 200 * time.Millisecond, TxTimeout: 5 * time.Second},
-		Loop:            poller.LoopConfig{CursorID: "g", PollInterval: 50 * time.Millisecond},
+		Groups: []service.Group{{
+			Prep:       service.Prep{ChainID: 1337, Contracts: []common.Address{contract}, HookSQL: hookSQL},
+			Writer:     poller.WriterConfig{ChainID: 1337, Contracts: []common.Address{contract}, MaxBlockRange: 100, LockWait: 200 * time.Millisecond, TxTimeout: 5 * time.Second},
+			Loop:       poller.LoopConfig{CursorID: "g", PollInterval: 50 * time.Millisecond},
+			Nodes:      eps,
+			Metrics:    poller.NewMetrics(reg, "t", "t", "t"),
+			Registerer: reg,
+		}},
 		HTTPAddr:        "127.0.0.1:0",
 		ShutdownTimeout: 5 * time.Second,
-	}, service.Deps{Pool: pool, Store: store, Nodes: eps, Log: discard}, reg, poller.NewMetrics(reg, "t", "t", "t"))
+	}, service.Deps{Pool: pool, Store: store, Log: discard}, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

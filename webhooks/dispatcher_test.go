@@ -39,6 +39,12 @@ const token = "path-token-SECRET"
 // addEvents records n seen events, as a writer would, and returns them.
 func addEvents(t *testing.T, pool *pgxpool.Pool, n int) []payments.Event {
 	t.Helper()
+	return addEventsOf(t, pool, 1337, n)
+}
+
+// addEventsOf commits n seen events of burns on chain chainID.
+func addEventsOf(t *testing.T, pool *pgxpool.Pool, chainID uint64, n int) []payments.Event {
+	t.Helper()
 	ctx := context.Background()
 	tx, err := payments.NewStore(pool).Begin(ctx, payments.Limits{LockWait: time.Second, TxTimeout: 5 * time.Second})
 	if err != nil {
@@ -48,7 +54,7 @@ func addEvents(t *testing.T, pool *pgxpool.Pool, n int) []payments.Event {
 	evs := make([]payments.Event, n)
 	for i := range evs {
 		evs[i] = payments.EventFor(payments.KindSeen, payments.Payment{
-			ChainID: 1337, Contract: "0x" + strings.Repeat("ab", 20), TxHash: fmt.Sprintf("0x%064x", time.Now().UnixNano()+int64(i)),
+			ChainID: chainID, Contract: "0x" + strings.Repeat("ab", 20), TxHash: fmt.Sprintf("0x%064x", time.Now().UnixNano()+int64(i)),
 			LogIndex: uint32(i), BlockNumber: 9, BlockHash: "0x" + strings.Repeat("cd", 32), Payer: "0x" + strings.Repeat("12", 20),
 			Digest: "0x" + strings.Repeat("34", 32), Amount: new(big.Int).Lsh(big.NewInt(1), 255), BurnedAt: time.Unix(1_700_000_000, 0).UTC(),
 		}, 0)
@@ -301,6 +307,35 @@ func TestDeliveryRetriesThroughEveryFailure(t *testing.T) {
 	}
 	if strings.Contains(refused.Err, token) {
 		t.Fatalf("the recorded error names the URL: %s", refused.Err)
+	}
+}
+
+// TestStatusOfAGroupCountsItsEvents: webhooks status --group counts, of
+// each endpoint's backlog, only the events of the group's chain and
+// contracts.
+func TestStatusOfAGroupCountsItsEvents(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewPool(t)
+	r := newReceiver(t, func(string, int) int { return http.StatusServiceUnavailable })
+	ep := endpoint(t, r.listen("127.0.0.1:0"))
+	x := startDispatcher(t, pool, webhooks.Config{Endpoints: []webhooks.Endpoint{ep}, Events: []string{payments.KindSeen}})
+	defer x.stop()
+	addEventsOf(t, pool, 1337, 2)
+	addEventsOf(t, pool, 1338, 3)
+	contract := "0x" + strings.Repeat("ab", 20)
+	for _, tt := range []struct {
+		of   *webhooks.Burns
+		want int64
+	}{
+		{nil, 5},
+		{&webhooks.Burns{ChainID: 1337, Contracts: []string{contract}}, 2},
+		{&webhooks.Burns{ChainID: 1338, Contracts: []string{contract}}, 3},
+		{&webhooks.Burns{ChainID: 1338, Contracts: []string{"0x" + strings.Repeat("ef", 20)}}, 0},
+	} {
+		st, err := webhooks.StatusOf(context.Background(), pool, true, tt.of)
+		if err != nil || len(st) != 1 || st[0].Backlog != tt.want || st[0].Delivered != 0 {
+			t.Fatalf("status of %+v: %+v, %v; want a backlog of %d", tt.of, st, err, tt.want)
+		}
 	}
 }
 

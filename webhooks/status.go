@@ -68,20 +68,43 @@ type EndpointStatus struct {
 // Status reads every registered endpoint's deliveries. With detail, it
 // counts delivered rows too (a scan of the endpoint's history).
 func Status(ctx context.Context, pool *pgxpool.Pool, detail bool) ([]EndpointStatus, error) {
+	return StatusOf(ctx, pool, detail, nil)
+}
+
+// Burns selects the events of one group's burns: those of its chain and
+// contracts (lowercase 0x hex).
+type Burns struct {
+	ChainID   uint64
+	Contracts []string
+}
+
+// StatusOf is Status counting only the events of of (nil: every event):
+// the backlog, retries, dead letters and deliveries owed to each endpoint
+// for one group. EnqueuedSeq and LastSeq stay the log's.
+func StatusOf(ctx context.Context, pool *pgxpool.Pool, detail bool, of *Burns) ([]EndpointStatus, error) {
+	args := []any{detail}
+	// ofDelivery and ofEvent restrict a delivery d and an event ev to
+	// the group's burns; both are true without a group.
+	ofDelivery, ofEvent := "true", "true"
+	if of != nil {
+		args = append(args, int64(of.ChainID), of.Contracts)
+		ofDelivery = `EXISTS (SELECT 1 FROM payment_events gev WHERE gev.seq = d.seq AND gev.chain_id = $2 AND gev.contract = ANY($3))`
+		ofEvent = `ev.chain_id = $2 AND ev.contract = ANY($3)`
+	}
 	rows, err := pool.Query(ctx, `
 		SELECT e.endpoint, e.events, e.enqueued_seq, s.last_seq,
 		       (SELECT count(*) FROM webhook_deliveries d
-		        WHERE d.endpoint = e.endpoint AND d.delivered_at IS NULL AND d.dead_at IS NULL),
+		        WHERE d.endpoint = e.endpoint AND d.delivered_at IS NULL AND d.dead_at IS NULL AND `+ofDelivery+`),
 		       (SELECT count(*) FROM webhook_deliveries d
-		        WHERE d.endpoint = e.endpoint AND d.delivered_at IS NULL AND d.dead_at IS NULL AND d.attempts > 0),
+		        WHERE d.endpoint = e.endpoint AND d.delivered_at IS NULL AND d.dead_at IS NULL AND d.attempts > 0 AND `+ofDelivery+`),
 		       (SELECT count(*) FROM webhook_deliveries d
-		        WHERE d.endpoint = e.endpoint AND d.dead_at IS NOT NULL AND d.delivered_at IS NULL),
+		        WHERE d.endpoint = e.endpoint AND d.dead_at IS NOT NULL AND d.delivered_at IS NULL AND `+ofDelivery+`),
 		       CASE WHEN $1 THEN (SELECT count(*) FROM webhook_deliveries d
-		                          WHERE d.endpoint = e.endpoint AND d.delivered_at IS NOT NULL) ELSE 0 END,
-		       `+oldestOwed+`,
-		       (SELECT count(*) FROM payment_events ev WHERE ev.seq > e.enqueued_seq AND ev.kind = ANY(e.events))
+		                          WHERE d.endpoint = e.endpoint AND d.delivered_at IS NOT NULL AND `+ofDelivery+`) ELSE 0 END,
+		       `+oldestOwedOf(ofDelivery, ofEvent)+`,
+		       (SELECT count(*) FROM payment_events ev WHERE ev.seq > e.enqueued_seq AND ev.kind = ANY(e.events) AND `+ofEvent+`)
 		FROM webhook_endpoints e CROSS JOIN payment_event_seq s
-		ORDER BY e.endpoint`, detail)
+		ORDER BY e.endpoint`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading webhook status: %w", err)
 	}
@@ -102,12 +125,18 @@ func Status(ctx context.Context, pool *pgxpool.Pool, detail bool) ([]EndpointSta
 // undelivered delivery by seq (the deliveries' partial index holds only
 // those), or else the first subscribed event not queued yet. Each is one
 // lookup, whatever the endpoint's history or how far behind it is.
-const oldestOwed = `coalesce(extract(epoch FROM now() - least(
+var oldestOwed = oldestOwedOf("true", "true")
+
+// oldestOwedOf is oldestOwed of the deliveries and events the conditions
+// select (see StatusOf).
+func oldestOwedOf(ofDelivery, ofEvent string) string {
+	return `coalesce(extract(epoch FROM now() - least(
 		(SELECT ev.created_at FROM payment_events ev WHERE ev.seq = (
 		    SELECT min(d.seq) FROM webhook_deliveries d
-		    WHERE d.endpoint = e.endpoint AND d.delivered_at IS NULL AND d.dead_at IS NULL)),
+		    WHERE d.endpoint = e.endpoint AND d.delivered_at IS NULL AND d.dead_at IS NULL AND ` + ofDelivery + `)),
 		(SELECT ev.created_at FROM payment_events ev
-		 WHERE ev.seq > e.enqueued_seq AND ev.kind = ANY(e.events) ORDER BY ev.seq LIMIT 1))), 0)::float8`
+		 WHERE ev.seq > e.enqueued_seq AND ev.kind = ANY(e.events) AND ` + ofEvent + ` ORDER BY ev.seq LIMIT 1))), 0)::float8`
+}
 
 // gauges reads, for the metrics of the endpoints named, the age of the
 // oldest event owed and the dead letters: bounded lookups only, so that an

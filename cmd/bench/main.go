@@ -7,6 +7,7 @@
 //	go run ./cmd/bench -burns 100000 -out bench.json            # sim: every phase
 //	go run ./cmd/bench -dense-node geth,anvil -burns 100000     # real nodes: ceilings, catch-up, Ponder
 //	go run ./cmd/bench -groups-only                             # many groups on one database
+//	go run ./cmd/bench -multigroup-only                         # many chains, one deployment (GROUPS)
 //
 // Postgres comes from -database (an admin URL); each phase uses a fresh
 // database on it.
@@ -18,7 +19,8 @@
 // and off), realdense.go (the dense run on a real node), rawreceipts.go
 // (its receipts ceiling), ponder.go (Ponder on the same chain) and
 // groups.go (many groups), cost.go (what following a live chain costs at
-// the provider, beside Ponder). seed.go fills the simulated chain, node.go starts
+// the provider, beside Ponder), multigroup.go (many chains, one
+// deployment). seed.go fills the simulated chain, node.go starts
 // a real node and rpcseed.go fills it over JSON-RPC; replicas.go starts and
 // scrapes the poller processes (through internal/harness, as the
 // integration tests do), cpu.go and profile.go read where the CPU went,
@@ -96,6 +98,16 @@ type options struct {
 	costSettings  bool
 	costWeights   string
 	costCompare   string
+	// Many chains, one deployment (multigroup.go).
+	multiGroupOnly bool
+	mgSteady       time.Duration
+	mgHang         time.Duration
+	mgRuns         int
+	mgBacklog      int
+	mgPerTx        int
+	mgBlockTime    time.Duration
+	mgPoll         time.Duration
+	mgLatency      time.Duration
 }
 
 func main() {
@@ -148,8 +160,17 @@ func main() {
 	flag.StringVar(&o.costCompare, "cost-compare", "", "the cost phase also runs these poller binaries at the defaults beside the others, name=binary comma-separated (the commits before and after a change, on the same chain at once)")
 	flag.StringVar(&o.costWeights, "cost-weights", "", "compute units per call, method=weight comma-separated, over the default table (Alchemy's)")
 	flag.StringVar(&o.pollerEnv, "poller-env", "", "extra environment for the replicas, comma-separated K=V (e.g. GOMEMLIMIT=40MiB)")
+	flag.BoolVar(&o.multiGroupOnly, "multigroup-only", false, "run only the many-chains phase: four groups on geth and anvil, one 3-replica deployment (GROUPS) against four 2-replica ones, and one group's node hung")
+	flag.DurationVar(&o.mgSteady, "multigroup-steady", 60*time.Second, "many chains: how long each layout runs in the steady state")
+	flag.DurationVar(&o.mgHang, "multigroup-hang", 60*time.Second, "many chains: how long the hung group's node hangs (and each hung or undisturbed run lasts)")
+	flag.IntVar(&o.mgRuns, "multigroup-runs", 2, "many chains: undisturbed and hung runs, in turn, of each")
+	flag.IntVar(&o.mgBacklog, "multigroup-backlog", 15000, "many chains: burns per group to catch up at the start of each hung or undisturbed run")
+	flag.IntVar(&o.mgPerTx, "multigroup-burns", 5, "many chains: burns per group per block while burns arrive")
+	flag.DurationVar(&o.mgBlockTime, "multigroup-block-time", time.Second, "many chains: block time of both nodes while burns arrive")
+	flag.DurationVar(&o.mgPoll, "multigroup-poll", time.Second, "many chains: the replicas' POLL_INTERVAL")
+	flag.DurationVar(&o.mgLatency, "multigroup-latency", 20*time.Millisecond, "many chains: latency each group's proxy adds per request")
 	flag.Parse()
-	real := o.denseNodes != nodeSim || o.groupsOnly || o.costOnly
+	real := o.denseNodes != nodeSim || o.groupsOnly || o.costOnly || o.multiGroupOnly
 	if o.perTx == 0 {
 		o.perTx = map[bool]int{false: 250, true: 100}[real]
 	}
@@ -215,7 +236,7 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 		}
 	}
 
-	if o.denseNodes != nodeSim || o.groupsOnly || o.costOnly {
+	if o.denseNodes != nodeSim || o.groupsOnly || o.costOnly || o.multiGroupOnly {
 		return runReal(ctx, o, log, res, bin)
 	}
 	// The chain: seeded in-process, sealed by this program.
@@ -395,6 +416,12 @@ func runReal(ctx context.Context, o options, log *slog.Logger, res *Results, bin
 		res.Burns = 0
 		c, err := b.costPhase(ctx, o)
 		res.Cost = c
+		return res, err
+	}
+	if o.multiGroupOnly {
+		res.Burns = 0
+		mg, err := b.multiGroupPhase(ctx, o)
+		res.MultiGroup = mg
 		return res, err
 	}
 	for _, kind := range strings.Split(o.denseNodes, ",") {

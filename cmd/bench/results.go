@@ -59,6 +59,8 @@ type Results struct {
 	// Cost is what following live chains costs at the provider
 	// (-cost-only).
 	Cost []*Cost `json:"cost,omitempty"`
+	// MultiGroup is the many-chains phase (-multigroup-only).
+	MultiGroup *MultiGroup `json:"many_chains_one_deployment,omitempty"`
 }
 
 // Rate is a count over a time.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
@@ -58,18 +59,19 @@ func (b *blockArg) Set(s string) error {
 	return nil
 }
 
-// rangeFlags parses --from N --to M|finalized, shared by backfill and verify.
-func rangeFlags(fs *flag.FlagSet) (from *int64, to *blockArg) {
+// rangeFlags parses --from N --to M|finalized and --group NAME, shared by
+// backfill and verify.
+func rangeFlags(fs *flag.FlagSet) (from *int64, to *blockArg, group *groupArg) {
 	from = fs.Int64("from", 0, "first block")
 	to = &blockArg{}
 	fs.Var(to, "to", `last block, or "finalized" for the finality target now`)
-	return from, to
+	return from, to, addGroupFlag(fs, true)
 }
 
 // rangeCommand parses fs (with rangeFlags) and starts the command, printing
 // every problem of the flags and the configuration, one line each; it
 // returns nil and exit code 2 when there were any.
-func rangeCommand(fs *flag.FlagSet, args []string, from *int64, to *blockArg, stderr io.Writer) (*command, int) {
+func rangeCommand(fs *flag.FlagSet, args []string, from *int64, to *blockArg, group *groupArg, stderr io.Writer) (*command, int) {
 	if err := fs.Parse(args); err != nil {
 		return nil, exitUsage
 	}
@@ -85,24 +87,24 @@ func rangeCommand(fs *flag.FlagSet, args []string, from *int64, to *blockArg, st
 	} else if to.n >= 0 && *from > to.n {
 		problems = append(problems, fmt.Sprintf("%s: --from %d is after --to %d", fs.Name(), *from, to.n))
 	}
-	return newCommand(stderr, scopeRun, problems)
+	return newCommand(stderr, config.ScopeRun, problems, group)
 }
 
 func cmdBackfill(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("poller backfill", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	from, to := rangeFlags(fs)
+	from, to, group := rangeFlags(fs)
 	restart := fs.Bool("restart", false, "start over from --from instead of resuming")
 	chunk := fs.Uint64("chunk", 0, "most blocks per transaction (default: ranges sized as the live loop sizes them, for up to min(TX_TIMEOUT/4, 2s))")
 	ignoreHook := fs.Bool("allow-hook-mismatch", false, "record even though PAYMENT_HOOK_SQL differs from the hook the group recorded (the payments this backfill inserts get this hook's side effect, or none)")
-	c, code := rangeCommand(fs, args, from, to, stderr)
+	c, code := rangeCommand(fs, args, from, to, group, stderr)
 	if c == nil {
 		return code
 	}
 	defer c.stop()
 	ctx, log := c.ctx, c.log
 
-	pt, err := c.open(false)
+	pt, err := c.openGroup(false)
 	if err != nil {
 		log.Error("starting", slog.Any("err", err))
 		return exitFailure
@@ -117,9 +119,9 @@ func cmdBackfill(args []string, stdout, stderr io.Writer) int {
 	}
 	wcfg := service.Writer(c.writerConfig(), hook, c.cfg.PaymentHookSQL)
 	wcfg.IgnoreGroupHook = *ignoreHook
-	w := poller.NewWriter(wcfg, pt.store, pt.nodes, pt.metrics, log)
+	w := poller.NewWriter(wcfg, pt.store, pt.nodes(), pt.metrics(), log)
 
-	id := poller.BackfillID(c.cfg.cursorID(), wcfg.Contracts, *from, to.String())
+	id := poller.BackfillID(c.cfg.GroupCursor(), wcfg.Contracts, *from, to.String())
 	rep := newReporter(stderr, log)
 	prog, err := poller.Backfill(ctx, w, poller.BackfillConfig{
 		ID: id, From: *from, To: to.n, Chunk: *chunk, Restart: *restart, Progress: rep.update,

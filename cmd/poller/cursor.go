@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,11 +11,13 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
@@ -40,67 +43,90 @@ func cmdCursorShow(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("poller cursor show", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
+	group := addGroupFlag(fs, false)
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		if err == nil {
 			fmt.Fprintf(stderr, "poller cursor show: unexpected arguments %q\n", fs.Args())
 		}
 		return exitUsage
 	}
-	return dbCommand(stderr, func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int {
-		return showCursors(ctx, cfg, log, pool, *asJSON, stdout)
+	return dbCommand(stderr, group, func(ctx context.Context, c *command, pool *pgxpool.Pool) int {
+		return showCursors(ctx, c, pool, *asJSON, stdout)
 	})
 }
 
-func showCursors(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool, asJSON bool, stdout io.Writer) int {
-	cursors, err := payments.NewStore(pool).Cursors(ctx)
+// shownCursor is a cursor as `poller cursor show` prints it.
+type shownCursor struct {
+	Group     string    `json:"group,omitempty"`
+	ID        string    `json:"id"`
+	Block     int64     `json:"last_processed_block"`
+	Hash      string    `json:"last_processed_hash"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// showCursors prints the configured groups' cursors: the one --group
+// names, or, with GROUPS, every group's; without a group configured,
+// every cursor of the database.
+func showCursors(ctx context.Context, c *command, pool *pgxpool.Pool, asJSON bool, stdout io.Writer) int {
+	store := payments.NewStore(pool)
+	cursors, err := store.Cursors(ctx)
 	if err != nil {
-		log.Error("reading cursors", slog.Any("err", err))
+		c.log.Error("reading cursors", slog.Any("err", err))
 		return exitFailure
 	}
-	// With the group configured, show its cursor alone.
-	if id := cursorIDIfConfigured(cfg); id != "" {
-		if cfg.CursorID == "" {
-			if id, err = poller.ResolveGroup(ctx, payments.NewStore(pool), cfg.ChainID, poller.Addresses(cfg.contracts()), id); err != nil {
-				log.Error("finding the group", slog.Any("err", err))
+	groups := []config.Group{{Name: c.group, Config: c.cfg}}
+	if c.set.Named() && c.group == "" {
+		groups = c.set.Groups
+	}
+	var shown []shownCursor
+	for _, g := range groups {
+		id := cursorIDIfConfigured(g.Config)
+		if id == "" {
+			continue
+		}
+		if g.CursorID == "" {
+			if id, err = poller.ResolveGroup(ctx, store, g.ChainID, poller.Addresses(g.Contracts()), id); err != nil {
+				c.log.Error("finding the group", slog.String("group", g.Name), slog.Any("err", err))
 				return exitFailure
 			}
 		}
-		var mine []payments.Cursor
-		for _, c := range cursors {
-			if c.ID == id {
-				mine = append(mine, c)
-			}
-		}
-		if len(mine) == 0 {
-			log.Error("no such cursor", slog.String("cursor_id", id))
+		i := slices.IndexFunc(cursors, func(cur payments.Cursor) bool { return cur.ID == id })
+		if i < 0 {
+			c.log.Error("no such cursor", slog.String("group", g.Name), slog.String("cursor_id", id))
 			return exitFailure
 		}
-		cursors = mine
+		cur := cursors[i]
+		shown = append(shown, shownCursor{g.Name, cur.ID, cur.Block, cur.Hash, cur.UpdatedAt})
+	}
+	if shown == nil {
+		for _, cur := range cursors {
+			shown = append(shown, shownCursor{"", cur.ID, cur.Block, cur.Hash, cur.UpdatedAt})
+		}
 	}
 	if asJSON {
-		type out struct {
-			ID        string    `json:"id"`
-			Block     int64     `json:"last_processed_block"`
-			Hash      string    `json:"last_processed_hash"`
-			UpdatedAt time.Time `json:"updated_at"`
+		if shown == nil {
+			shown = []shownCursor{}
 		}
-		list := make([]out, len(cursors))
-		for i, c := range cursors {
-			list[i] = out{c.ID, c.Block, c.Hash, c.UpdatedAt}
-		}
-		if err := json.NewEncoder(stdout).Encode(list); err != nil {
+		if err := json.NewEncoder(stdout).Encode(shown); err != nil {
 			return exitFailure
 		}
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CURSOR\tBLOCK\tHASH\tUPDATED")
-	for _, c := range cursors {
-		hash := c.Hash
+	if c.set.Named() {
+		fmt.Fprintln(tw, "GROUP\tCURSOR\tBLOCK\tHASH\tUPDATED")
+	} else {
+		fmt.Fprintln(tw, "CURSOR\tBLOCK\tHASH\tUPDATED")
+	}
+	for _, cur := range shown {
+		hash := cur.Hash
 		if hash == "" {
 			hash = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", c.ID, c.Block, hash, c.UpdatedAt.UTC().Format(time.RFC3339))
+		if c.set.Named() {
+			fmt.Fprintf(tw, "%s\t", cmp.Or(cur.Group, "-"))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", cur.ID, cur.Block, hash, cur.UpdatedAt.UTC().Format(time.RFC3339))
 	}
 	_ = tw.Flush()
 	return exitOK
@@ -108,12 +134,12 @@ func showCursors(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpoo
 
 // cursorIDIfConfigured is the configured group's cursor id, or "" when
 // neither CURSOR_ID nor CHAIN_ID and BURN_CONTRACT are set.
-func cursorIDIfConfigured(cfg Config) string {
+func cursorIDIfConfigured(cfg config.Config) string {
 	if cfg.CursorID != "" {
 		return cfg.CursorID
 	}
 	if cfg.ChainID != 0 && cfg.BurnContract != "" {
-		return cfg.cursorID()
+		return cfg.GroupCursor()
 	}
 	return ""
 }
@@ -125,6 +151,7 @@ func cmdCursorReset(args []string, stdout, stderr io.Writer) int {
 	wait := fs.Bool("wait", false, "wait for the replica holding the cursor lock instead of refusing")
 	allowSkip := fs.Bool("allow-skip", false, "allow moving the cursor forward, which skips the burns in between")
 	reason := fs.String("reason", "", "why, for the log")
+	group := addGroupFlag(fs, true)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -141,7 +168,7 @@ func cmdCursorReset(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	c, code := newCommand(stderr, scopeRun, nil)
+	c, code := newCommand(stderr, config.ScopeRun, nil, group)
 	if c == nil {
 		return code
 	}
@@ -160,7 +187,7 @@ func cmdCursorReset(args []string, stdout, stderr io.Writer) int {
 // rules (poller.Writer.Reset) and logs who did it and why.
 func resetCursor(c *command, to int64, opts poller.ResetOptions, reason string, stdout io.Writer) error {
 	ctx, log := c.ctx, c.log
-	pt, err := c.open(false)
+	pt, err := c.openGroup(false)
 	if err != nil {
 		return err
 	}
@@ -168,13 +195,13 @@ func resetCursor(c *command, to int64, opts poller.ResetOptions, reason string, 
 	if err := service.Ready(ctx, pt.deps(log)); err != nil {
 		return err
 	}
-	id := c.cfg.cursorID()
+	id := c.cfg.GroupCursor()
 	if c.cfg.CursorID == "" {
-		if id, err = poller.ResolveGroup(ctx, pt.store, c.cfg.ChainID, poller.Addresses(c.cfg.contracts()), id); err != nil {
+		if id, err = poller.ResolveGroup(ctx, pt.store, c.cfg.ChainID, poller.Addresses(c.cfg.Contracts()), id); err != nil {
 			return err
 		}
 	}
-	w := poller.NewWriter(c.writerConfig(), pt.store, pt.nodes, nil, log)
+	w := poller.NewWriter(c.writerConfig(), pt.store, pt.nodes(), nil, log)
 	res, err := w.Reset(ctx, id, to, opts)
 	if err != nil {
 		return err

@@ -58,7 +58,8 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "poller %s: --since %d is negative\n", name, *since)
 		return exitUsage
 	}
-	return dbCommand(stderr, func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int {
+	return dbCommand(stderr, nil, func(ctx context.Context, c *command, pool *pgxpool.Pool) int {
+		cfg, log := c.cfg, c.log
 		p := &eventPrinter{store: payments.NewStore(pool), pool: pool, w: stdout, asJSON: *asJSON, now: time.Now}
 		start, err := startPosition(ctx, pool, *since, name == "tail")
 		if err != nil {
@@ -77,7 +78,7 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 		}
 		// LISTEN needs a session of its own: DATABASE_DIRECT_URL when
 		// DATABASE_URL goes through a transaction pooler.
-		sessions, err := database.OpenSessions(ctx, cfg.database(), "burnpoller")
+		sessions, err := database.OpenSessions(ctx, cfg.Database(), "burnpoller")
 		if err != nil {
 			log.Error("connecting to the database", slog.Any("err", err))
 			return exitUsage

@@ -26,6 +26,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/service"
@@ -47,23 +48,27 @@ const usage = `usage: poller [run|backfill|verify|cursor|events|tail|webhooks|mi
                              with --until-finalized, exit 0 once caught up with the target
   backfill --from N --to M   record every burn of blocks N..M (M may be "finalized") in chunks, each
              [--restart] [--chunk K]   its own transaction; resumable; one JSON summary on stdout
-             [--allow-hook-mismatch]
+             [--allow-hook-mismatch] [--group NAME]
   verify --from N --to M     compare the chain's burns with the payments table; exit 0 clean, 1 on
-             [--json]        discrepancies, 3 when it could not complete; never writes
+             [--json] [--group NAME]   discrepancies, 3 when it could not complete; never writes
   events [--since SEQ]       print payment events (seen, retracted, confirmed) in seq order, after SEQ
          [--follow] [--json] (default: all); --follow keeps printing them as they commit
   tail [--since SEQ] [--json]  events --follow, from the events committed after it starts
   webhooks status [--json]   per endpoint: backlog, oldest undelivered, retrying, dead letters
+         [--group NAME]      (of one group's events)
   webhooks retry --dead      re-arm every dead-lettered delivery
   webhooks retry --seq N     send event N again to every endpoint subscribed to its kind
   migrate                    apply database migrations and exit
-  cursor show [--json]       print the cursor
+  cursor show [--json]       print the cursor (with GROUPS, every group's)
+         [--group NAME]
   cursor reset --to N        set the cursor to block N (after 'poller verify'; clears a finality violation)
-             [--wait] [--allow-skip] [--reason TEXT]
+             [--wait] [--allow-skip] [--reason TEXT] [--group NAME]
   config                     print every environment variable with default, value and meaning
   config --markdown          print docs/configuration.md, the reference of every variable
   version                    print the version and the revision it was built from
 
+With GROUPS, --group NAME picks the group a command acts on (required for backfill, verify and
+cursor reset when GROUPS names several).
 Configuration comes from the environment; see 'poller config'.
 `
 
@@ -120,15 +125,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-func cmdConfig(stdout, stderr io.Writer) int {
-	_, problems := loadConfig(scopeRun)
-	if err := printConfig(stdout); err != nil {
-		fmt.Fprintln(stderr, "poller config:", err)
-		return exitFailure
-	}
-	return reportProblems(stderr, problems)
-}
-
 func reportProblems(stderr io.Writer, problems []string) int {
 	for _, p := range problems {
 		fmt.Fprintln(stderr, "poller: config:", p)
@@ -140,10 +136,11 @@ func reportProblems(stderr io.Writer, problems []string) int {
 }
 
 func cmdMigrate(stdout, stderr io.Writer) int {
-	return dbCommand(stderr, func(ctx context.Context, cfg Config, log *slog.Logger, _ *pgxpool.Pool) int {
+	return dbCommand(stderr, nil, func(ctx context.Context, c *command, _ *pgxpool.Pool) int {
+		log := c.log
 		// tern holds a session lock: DATABASE_DIRECT_URL when
 		// DATABASE_URL goes through a transaction pooler.
-		sessions, err := database.OpenSessions(ctx, cfg.database(), "burnpoller")
+		sessions, err := database.OpenSessions(ctx, c.cfg.Database(), "burnpoller")
 		if err != nil {
 			log.Error("connecting to the database", slog.Any("err", err))
 			return exitUsage
@@ -167,18 +164,19 @@ func cmdMigrate(stdout, stderr io.Writer) int {
 }
 
 // dbCommand runs f, a one-shot command that needs only the database, with
-// its configuration, a logger, signal handling and a pool.
-func dbCommand(stderr io.Writer, f func(ctx context.Context, cfg Config, log *slog.Logger, pool *pgxpool.Pool) int) int {
-	c, code := newCommand(stderr, scopeMigrate, nil)
+// its configuration (of the group --group names, if group is set), a
+// logger, signal handling and a pool.
+func dbCommand(stderr io.Writer, group *groupArg, f func(ctx context.Context, c *command, pool *pgxpool.Pool) int) int {
+	c, code := newCommand(stderr, config.ScopeMigrate, nil, group)
 	if c == nil {
 		return code
 	}
 	defer c.stop()
-	pool, err := database.Open(c.ctx, c.cfg.database(), false, "burnpoller")
+	pool, err := database.Open(c.ctx, c.cfg.Database(), false, "burnpoller")
 	if err != nil {
 		c.log.Error("connecting to the database", slog.Any("err", err))
 		return exitFailure
 	}
 	defer pool.Close()
-	return f(c.ctx, c.cfg, c.log, pool)
+	return f(c.ctx, c, pool)
 }

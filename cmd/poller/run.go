@@ -7,14 +7,16 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
+	"github.com/burnpoller/burnpoller/spread"
 	"github.com/burnpoller/burnpoller/webhooks"
 )
 
-// cmdRun runs a replica until SIGTERM or SIGINT (or, with
-// --until-finalized, until it has caught up).
+// cmdRun runs a replica of every group until SIGTERM or SIGINT (or, with
+// --until-finalized, until each has caught up).
 func cmdRun(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("poller run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -26,12 +28,12 @@ func cmdRun(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "poller run: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
-	c, code := newCommand(stderr, scopeRun, nil)
+	c, code := newCommand(stderr, config.ScopeServe, nil, nil)
 	if c == nil {
 		return code
 	}
 	defer c.stop()
-	pt, err := c.open(false)
+	pt, err := c.open(false, c.set.Groups...)
 	if err != nil {
 		c.log.Error("starting", slog.Any("err", err))
 		return exitFailure
@@ -40,8 +42,8 @@ func cmdRun(args []string, stderr io.Writer) int {
 	// Webhook deliveries use a pool of their own, so that a slow endpoint
 	// never holds a connection the ledger needs.
 	var dispatcher *webhooks.Dispatcher
-	if wcfg, ok := c.cfg.webhookConfig(); ok && !*until {
-		hookPool, err := database.Open(c.ctx, c.cfg.database(), false, "burnpoller-webhooks")
+	if wcfg, ok := c.cfg.WebhookConfig(); ok && !*until {
+		hookPool, err := database.Open(c.ctx, c.cfg.WebhookDatabase(), false, "burnpoller-webhooks")
 		if err != nil {
 			c.log.Error("starting", slog.Any("err", err))
 			return exitFailure
@@ -53,25 +55,26 @@ func cmdRun(args []string, stderr io.Writer) int {
 		wcfg.Listen = pt.sessions.Pool
 		dispatcher = webhooks.New(wcfg, hookPool, pt.reg, c.log)
 	}
-	svc, err := service.New(service.Config{
-		Prep:   c.prep(),
-		Writer: c.writerConfig(),
-		Loop: poller.LoopConfig{
-			CursorID:       c.cfg.cursorID(),
-			StartBlock:     poller.GroupStart(c.cfg.contracts(), c.cfg.StartBlock),
-			PollInterval:   c.cfg.PollInterval,
-			RescanDepth:    c.cfg.RescanDepth,
-			RescanInterval: c.cfg.RescanInterval,
-			UntilCaughtUp:  *until,
-			// --until-caught-up is a one-shot run: nothing to track.
-			Pending:          c.cfg.Pending && !*until,
-			PendingMaxBlocks: c.cfg.PendingMaxBlocks,
-		},
+	scfg := service.Config{
+		Migrate:         c.cfg.Migrate,
 		HTTPAddr:        c.cfg.HTTPAddr,
 		ShutdownTimeout: c.cfg.ShutdownTimeout,
-		HeadsURL:        c.cfg.RPCWSURL,
 		Webhooks:        dispatcher,
-	}, pt.deps(c.log), pt.reg, pt.metrics)
+	}
+	for _, g := range pt.groups {
+		scfg.Groups = append(scfg.Groups, serviceGroup(g, *until))
+	}
+	if c.set.Named() && !*until {
+		// The replica set spreads the groups: each has a preferred holder
+		// among the live replicas, beaten as often as the quickest group
+		// polls.
+		quickest := c.set.Groups[0].PollInterval
+		for _, g := range c.set.Groups {
+			quickest = min(quickest, g.PollInterval)
+		}
+		scfg.Spread = spread.New(pt.pool, spread.ForPollInterval(quickest), c.log)
+	}
+	svc, err := service.New(scfg, pt.deps(c.log), pt.reg)
 	if err != nil {
 		c.log.Error("starting the HTTP server", slog.Any("err", err))
 		return exitFailure
@@ -98,4 +101,30 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	c.log.Error("start-up failed", slog.Any("err", err))
 	return exitCode(err)
+}
+
+// serviceGroup is the service's view of one group: its parts and its
+// configuration; until makes it a one-shot run up to the target.
+func serviceGroup(g groupParts, until bool) service.Group {
+	cfg := g.cfg.Config
+	return service.Group{
+		Name:   g.cfg.Name,
+		Prep:   prep(cfg),
+		Writer: writerConfig(cfg),
+		Loop: poller.LoopConfig{
+			CursorID:       cfg.GroupCursor(),
+			StartBlock:     poller.GroupStart(cfg.Contracts(), cfg.StartBlock),
+			PollInterval:   cfg.PollInterval,
+			RescanDepth:    cfg.RescanDepth,
+			RescanInterval: cfg.RescanInterval,
+			UntilCaughtUp:  until,
+			// --until-caught-up is a one-shot run: nothing to track.
+			Pending:          cfg.Pending && !until,
+			PendingMaxBlocks: cfg.PendingMaxBlocks,
+		},
+		HeadsURL:   cfg.RPCWSURL,
+		Nodes:      g.nodes,
+		Metrics:    g.metrics,
+		Registerer: g.registerer,
+	}
 }

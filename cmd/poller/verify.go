@@ -20,10 +20,10 @@ const exitUnverified = 3
 func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("poller verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	from, to := rangeFlags(fs)
+	from, to, group := rangeFlags(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	chunk := fs.Uint64("chunk", 0, "most blocks per eth_getLogs call (default: as the live loop, MAX_BLOCK_RANGE growing on sparse chains)")
-	c, code := rangeCommand(fs, args, from, to, stderr)
+	c, code := rangeCommand(fs, args, from, to, group, stderr)
 	if c == nil {
 		return code
 	}
@@ -31,7 +31,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	ctx, log, cfg := c.ctx, c.log, c.cfg
 
 	// Verify never writes: the database enforces it for every session.
-	pt, err := c.open(true)
+	pt, err := c.openGroup(true)
 	if err != nil {
 		log.Error("starting", slog.Any("err", err))
 		return exitUnverified
@@ -42,9 +42,9 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		return exitUnverified
 	}
 	if *chunk == 0 {
-		*chunk = cfg.maxRange()
+		*chunk = cfg.MaxRange()
 	}
-	v := poller.NewVerifier(pt.store, pt.nodes, cfg.ChainID, poller.Addresses(cfg.contracts()))
+	v := poller.NewVerifier(pt.store, pt.nodes(), cfg.ChainID, poller.Addresses(cfg.Contracts()))
 	rep, err := v.Verify(ctx, *from, to.n, *chunk)
 	if err != nil {
 		log.Error("verify could not complete", slog.Any("err", err))

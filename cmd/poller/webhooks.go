@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -33,11 +34,13 @@ func cmdWebhooks(args []string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-// cmdWebhooksStatus is `poller webhooks status [--json]`.
+// cmdWebhooksStatus is `poller webhooks status [--json] [--group NAME]`.
 func cmdWebhooksStatus(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("poller webhooks status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
+	group := &groupArg{}
+	fs.StringVar(&group.name, "group", "", "with GROUPS, count only the events of this group's chain and contracts")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -45,8 +48,21 @@ func cmdWebhooksStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "poller webhooks status: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
-	return dbCommand(stderr, func(ctx context.Context, _ Config, log *slog.Logger, pool *pgxpool.Pool) int {
-		st, err := webhooks.Status(ctx, pool, true)
+	return dbCommand(stderr, group, func(ctx context.Context, c *command, pool *pgxpool.Pool) int {
+		log := c.log
+		var of *webhooks.Burns
+		if c.group != "" {
+			cs, err := c.cfg.CheckedContracts()
+			if err != nil {
+				log.Error("the group's contracts", slog.String("group", c.group), slog.Any("err", err))
+				return exitUsage
+			}
+			of = &webhooks.Burns{ChainID: c.cfg.ChainID}
+			for _, ct := range cs {
+				of.Contracts = append(of.Contracts, strings.ToLower(ct.Address.Hex()))
+			}
+		}
+		st, err := webhooks.StatusOf(ctx, pool, true, of)
 		if err != nil {
 			log.Error("reading webhook status", slog.Any("err", err))
 			return exitFailure
@@ -91,7 +107,8 @@ func cmdWebhooksRetry(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "poller webhooks retry: give exactly one of --dead or --seq N (N > 0)\n")
 		return exitUsage
 	}
-	return dbCommand(stderr, func(ctx context.Context, _ Config, log *slog.Logger, pool *pgxpool.Pool) int {
+	return dbCommand(stderr, nil, func(ctx context.Context, c *command, pool *pgxpool.Pool) int {
+		log := c.log
 		if *dead {
 			n, err := webhooks.RetryDead(ctx, pool)
 			if err != nil {

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
 )
@@ -47,4 +48,33 @@ func TestSettings() []string {
 		"SHUTDOWN_TIMEOUT=5s",
 		"LOG_LEVEL=info",
 	}
+}
+
+// Group is one group of a poller serving several (GROUPS): its name and
+// what it is pointed at.
+type Group struct {
+	Name     string
+	RPCURL   string
+	ChainID  uint64
+	Contract common.Address
+}
+
+// GroupsEnv is the environment of a poller serving groups on databaseURL
+// (GROUPS, each group's RPC_URL, CHAIN_ID and BURN_CONTRACT under its
+// prefix), serving its probes on httpAddr unless empty, logging JSON, with
+// every other setting at the poller's default unless settings (K=V, in
+// order; unprefixed ones serve every group) change it.
+func GroupsEnv(databaseURL, httpAddr string, groups []Group, settings ...string) []string {
+	env := []string{"DATABASE_URL=" + databaseURL}
+	var names []string
+	for _, g := range groups {
+		p := strings.ToUpper(g.Name) + "_"
+		names = append(names, g.Name)
+		env = append(env, p+"RPC_URL="+g.RPCURL, p+"CHAIN_ID="+strconv.FormatUint(g.ChainID, 10), p+"BURN_CONTRACT="+g.Contract.Hex())
+	}
+	env = append(env, "GROUPS="+strings.Join(names, ","))
+	if httpAddr != "" {
+		env = append(env, "HTTP_ADDR="+httpAddr)
+	}
+	return append(append(env, "LOG_FORMAT=json"), settings...)
 }

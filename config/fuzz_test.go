@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"reflect"
@@ -35,7 +35,7 @@ func FuzzConfig(f *testing.F) {
 			env["LOCK_WAIT"] = lockWait
 		}
 		setEnv(t, env)
-		cfg, problems := loadConfig(scopeRun)
+		cfg, problems := Load(ScopeRun)
 		known := map[string]bool{}
 		ct := reflect.TypeFor[Config]()
 		for i := range ct.NumField() {

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 )
 
 // configDocPath is the generated reference of every variable.
-const configDocPath = "../../docs/configuration.md"
+const configDocPath = "../docs/configuration.md"
 
 // TestConfigurationDocIsGenerated: docs/configuration.md is exactly what
 // `poller config --markdown` prints, so a variable added, renamed or
@@ -18,7 +18,7 @@ const configDocPath = "../../docs/configuration.md"
 func TestConfigurationDocIsGenerated(t *testing.T) {
 	t.Parallel()
 	var want bytes.Buffer
-	if err := configMarkdown(&want); err != nil {
+	if err := Markdown(&want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(configDocPath)
@@ -49,31 +49,25 @@ func firstDifference(got, want string) string {
 	return "no line differs"
 }
 
-// TestConfigMarkdownCommand: the command prints the page, and the page
-// does not depend on the environment it runs in.
-func TestConfigMarkdownCommand(t *testing.T) {
+// TestMarkdownIgnoresTheEnvironment: the page does not depend on the
+// environment it is printed in, and prints nothing from it.
+func TestMarkdownIgnoresTheEnvironment(t *testing.T) {
 	setEnv(t, validEnv)
 	t.Setenv("PAYMENT_HOOK_SQL", "SELECT 'do-not-print-me'")
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"config", "--markdown"}, &stdout, &stderr); code != exitOK {
-		t.Fatalf("poller config --markdown: exit %d (%s)", code, stderr.String())
-	}
-	var want bytes.Buffer
-	setEnv(t, nil)
-	if err := configMarkdown(&want); err != nil {
+	var got, want bytes.Buffer
+	if err := Markdown(&got); err != nil {
 		t.Fatal(err)
 	}
-	if stdout.String() != want.String() {
-		t.Errorf("poller config --markdown with a configuration set printed another page than without one")
+	setEnv(t, nil)
+	if err := Markdown(&want); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("Markdown with a configuration set printed another page than without one")
 	}
 	for _, secret := range []string{"do-not-print-me", "pw@"} {
-		if strings.Contains(stdout.String(), secret) {
-			t.Errorf("poller config --markdown printed %q from the environment", secret)
-		}
-	}
-	for _, args := range [][]string{{"config", "--bogus"}, {"config", "extra"}} {
-		if code := run(args, &stdout, &stderr); code != exitUsage {
-			t.Errorf("poller %v: exit %d, want %d", args, code, exitUsage)
+		if strings.Contains(got.String(), secret) {
+			t.Errorf("Markdown printed %q from the environment", secret)
 		}
 	}
 }
