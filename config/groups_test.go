@@ -93,7 +93,7 @@ func TestBadGroupsConfiguration(t *testing.T) {
 		{name: "a name that is not a prefix", give: map[string]string{"GROUPS": "eth,base-2"},
 			want: []string{`GROUPS: "base-2" is not a valid prefix: a group's name is 1-20 letters and digits, starting with a letter (it prefixes the group's variables: ETH_RPC_URL)`}},
 		{name: "a name that reads a variable of burnpoller", give: map[string]string{"GROUPS": "eth,rpc"},
-			want: []string{`GROUPS: "rpc" is not a valid prefix: RPC_QUORUM is a variable of burnpoller, not group rpc's; choose another name`}},
+			want: []string{`GROUPS: "rpc" is not a valid prefix: RPC_COMPUTE_UNITS is a variable of burnpoller, not group rpc's; choose another name`}},
 		{name: "a name twice", give: map[string]string{"GROUPS": "eth,base,ETH"},
 			want: []string{`GROUPS: "eth" is listed twice`}},
 		{name: "an empty entry", give: map[string]string{"GROUPS": "eth,,base"},
