@@ -83,7 +83,7 @@ bench-quick: $(GETH)
 
 # The dense run on both real nodes at 100,000 burns, with Ponder (about 4 minutes).
 bench-real: $(GETH) $(ANVIL)
-	go run ./cmd/bench -dense-node geth,anvil -geth $(GETH) -anvil $(ANVIL) -burns 100000 -ponder "$(PONDER)" -summary -out bin/bench-real.json
+	go run ./cmd/bench -dense-node geth,anvil -shape even,uneven -geth $(GETH) -anvil $(ANVIL) -burns 100000 -ponder "$(PONDER)" -summary -out bin/bench-real.json
 
 # Many groups on one database (issue 17): 1, 2, 4 and 8 burn contracts on one
 # geth, a poller process each, through a proxy adding 80 ms per request and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -134,5 +135,36 @@ func TestRawReceipts(t *testing.T) {
 	}
 	if _, err := rawReceipts(context.Background(), srv.URL, []uint64{98, 99}, 2, 1, 1); err == nil {
 		t.Fatal("a block without receipts passed")
+	}
+}
+
+// TestUnevenShape: the uneven chain's blocks of 100,000 burns are as issue
+// 30 describes users' chains: 100 to 3,100 burns a block, a median of 300,
+// and blocks of thousands among them, the same on every run.
+func TestUnevenShape(t *testing.T) {
+	sizes := func() []int {
+		rng := rand.New(rand.NewPCG(30, 30))
+		var out []int
+		for left := 100_000; left > 0; {
+			n := min(unevenBlockTxs(rng, len(out))*unevenPerTx, left)
+			out = append(out, n)
+			left -= n
+		}
+		return out
+	}
+	got := sizes()
+	if again := sizes(); !slices.Equal(got, again) {
+		t.Fatal("the uneven shape differs between runs")
+	}
+	sorted := slices.Sorted(slices.Values(got))
+	big := 0
+	for _, n := range got {
+		if n >= 2000 {
+			big++
+		}
+	}
+	if lo, med, hi := sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1]; lo != 100 || med != 300 || hi != 3100 || big < 5 {
+		t.Fatalf("%d blocks: min %d, median %d, max %d burns, %d of 2,000 or more; want 100, 300, 3,100 and at least 5",
+			len(got), lo, med, hi, big)
 	}
 }

@@ -74,6 +74,7 @@ type options struct {
 	idleBlockTime time.Duration
 	// Dense runs on real nodes (realdense.go, ponder.go).
 	denseNodes string
+	shapes     string
 	geth       string
 	ponder     string
 	profileDir string
@@ -137,6 +138,7 @@ func main() {
 	flag.DurationVar(&o.sparseLatency, "sparse-latency", 80*time.Millisecond, "the proxy's added latency per request")
 	flag.Uint64Var(&o.sparseCap, "sparse-cap", 10_000, "the proxy's eth_getLogs block cap (Alchemy's reply and suggested range)")
 	flag.StringVar(&o.denseNodes, "dense-node", nodeSim, "the dense workload's node: sim (in-process, with every other phase), or geth or anvil as their own process (comma-separated for several), each with its ceilings and the default and VERIFY_RECEIPTS=false catch-ups only")
+	flag.StringVar(&o.shapes, "shape", shapeEven, "with a real node: the dense chains' shapes, comma-separated: even (-per-tx × -txs-per-block burns in every block) or uneven (blocks of 100 to 3,100 burns, as users' chains: issue 30)")
 	flag.StringVar(&o.geth, "geth", "bin/tools/geth-"+gethVersion+"/geth", "the geth binary (go install github.com/ethereum/go-ethereum/cmd/geth@"+gethVersion+")")
 	flag.StringVar(&o.ponder, "ponder", "", "with a real node: also time Ponder on the same chain, its project (npm install done) in this directory")
 	flag.StringVar(&o.profileDir, "profile", "", "with a real node: perf record the default catch-up (poller and node) into this directory")
@@ -428,11 +430,17 @@ func runReal(ctx context.Context, o options, log *slog.Logger, res *Results, bin
 		if kind == nodeSim {
 			return nil, errors.New("-dense-node: sim runs alone, with every other phase")
 		}
-		d, err := b.densePhase(ctx, o, kind)
-		if err != nil {
-			return nil, fmt.Errorf("dense run on %s: %w", kind, err)
-		}
-		if d != nil { // nil: -seed-only, stopped
+		for _, shape := range strings.Split(o.shapes, ",") {
+			if shape != shapeEven && shape != shapeUneven {
+				return nil, fmt.Errorf("-shape %q: want %s or %s", shape, shapeEven, shapeUneven)
+			}
+			d, err := b.densePhase(ctx, o, kind, shape)
+			if err != nil {
+				return nil, fmt.Errorf("dense run on %s, %s shape: %w", kind, shape, err)
+			}
+			if d == nil { // -seed-only, stopped
+				return res, nil
+			}
 			res.Dense = append(res.Dense, d)
 		}
 	}

@@ -43,7 +43,7 @@ const gethDevKey = "b71c71a67e1177ad4e901695e1b4b9ee17ae16c6668d313eac2f96dbcda3
 
 // nodeGasLimit is the block gas limit the nodes start with: room for
 // several seeding transactions of a hundred burns each in one block.
-const nodeGasLimit = 100_000_000
+const nodeGasLimit = 200_000_000
 
 // realNode is a node running as its own process, as a user runs one: its
 // JSON-RPC URL, chain id, a funded key, and how it seals blocks.
@@ -71,6 +71,9 @@ type nodeOptions struct {
 	// slots is anvil's --slots-in-an-epoch (finalized = head - 2*slots);
 	// zero: 4.
 	slots int
+	// memory keeps geth's database in memory (no --datadir), as a dev
+	// node often runs; anvil's always is.
+	memory bool
 }
 
 // startNode starts a node of kind (geth or anvil) from bin, its data and
@@ -107,12 +110,14 @@ func startNode(ctx context.Context, kind, bin string, o nodeOptions) (_ *realNod
 		if err != nil {
 			return nil, err
 		}
-		args = []string{"--dev", "--dev.period", seconds, "--dev.gaslimit", strconv.Itoa(nodeGasLimit),
-			"--datadir", filepath.Join(dir, "data"),
-			"--http", "--http.addr", "127.0.0.1", "--http.port", strconv.Itoa(addr.Port), "--http.api", "eth,net,web3",
+		args = []string{"--dev", "--dev.period", seconds, "--dev.gaslimit", strconv.Itoa(nodeGasLimit)}
+		if !o.memory {
+			args = append(args, "--datadir", filepath.Join(dir, "data"))
+		}
+		args = append(args, "--http", "--http.addr", "127.0.0.1", "--http.port", strconv.Itoa(addr.Port), "--http.api", "eth,net,web3",
 			"--ws", "--ws.addr", "127.0.0.1", "--ws.port", strconv.Itoa(ws.Port), "--ws.api", "eth",
 			"--authrpc.port", strconv.Itoa(auth.Port), "--port", "0", "--nodiscover", "--maxpeers", "0", "--ipcdisable",
-			"--verbosity", "2"}
+			"--verbosity", "2")
 		n.key, _ = crypto.HexToECDSA(gethDevKey)
 		n.wsURL = "ws://" + ws.String()
 	case nodeAnvil:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,6 +137,12 @@ func (s *seeder) burnTx(batch common.Address, n int) (*types.Transaction, error)
 		amounts[i] = devchain.RandomAmount()
 		digests[i] = devchain.RandomDigest()
 	}
+	return s.burnManyTx(batch, amounts, digests)
+}
+
+// burnManyTx is one BatchBurner.burnMany transaction of these burns.
+func (s *seeder) burnManyTx(batch common.Address, amounts []*big.Int, digests [][32]byte) (*types.Transaction, error) {
+	n := len(amounts)
 	data, err := s.burnABI.Pack("burnMany", amounts, digests)
 	if err != nil {
 		return nil, err
@@ -238,15 +245,19 @@ func (s *seeder) receipt(ctx context.Context, tx common.Hash) (*types.Receipt, e
 
 // denseSeed is what seeding a dense workload made.
 type denseSeed struct {
+	Shape        string  `json:"shape"`
 	Burns        int     `json:"burns"`
 	PerTx        int     `json:"burns_per_tx"`
 	TxsPerBlock  int     `json:"txs_per_block"`
 	BurnBlocks   int     `json:"blocks_with_burns"`
+	MinPerBlock  int     `json:"min_burns_per_block"`
+	MedianBlock  int     `json:"median_burns_per_block"`
 	MaxPerBlock  int     `json:"max_burns_per_block"`
 	Head         uint64  `json:"head"`
 	Finalized    uint64  `json:"finalized"`
 	SeedSeconds  float64 `json:"seed_seconds"`
 	blockNumbers []uint64
+	perBlock     []int
 }
 
 // seedDense seals burns burns through the contracts, perTx per burnMany
@@ -259,7 +270,7 @@ func (s *seeder) seedDense(ctx context.Context, contracts []burnContracts, burns
 	for i := range left {
 		left[i] = burns
 	}
-	d := &denseSeed{Burns: burns * len(contracts), PerTx: perTx, TxsPerBlock: txsPerBlock}
+	d := &denseSeed{Shape: shapeEven, Burns: burns * len(contracts), PerTx: perTx, TxsPerBlock: txsPerBlock}
 	next := 0
 	for total := d.Burns; total > 0; {
 		var txs []*types.Transaction
@@ -285,22 +296,30 @@ func (s *seeder) seedDense(ctx context.Context, contracts []burnContracts, burns
 			return nil, err
 		}
 		d.blockNumbers = append(d.blockNumbers, b)
-		d.MaxPerBlock = max(d.MaxPerBlock, inBlock)
+		d.perBlock = append(d.perBlock, inBlock)
 	}
+	return d, s.finish(ctx, d, start)
+}
+
+// finish seals empty blocks until the node finalizes the last block with
+// burns, and fills in d's figures.
+func (s *seeder) finish(ctx context.Context, d *denseSeed, start time.Time) error {
 	d.BurnBlocks = len(d.blockNumbers)
+	sorted := slices.Sorted(slices.Values(d.perBlock))
+	d.MinPerBlock, d.MedianBlock, d.MaxPerBlock = sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1]
 	last := d.blockNumbers[len(d.blockNumbers)-1]
 	// geth --dev finalizes the last multiple of 32; anvil the head less two
 	// epochs (of 4 slots here).
 	for tries := 0; ; tries++ {
 		if tries == 10 {
-			return nil, fmt.Errorf("the node's finalized block stays below block %d, the last with burns", last)
+			return fmt.Errorf("the node's finalized block stays below block %d, the last with burns", last)
 		}
 		if err := s.emptyBlocks(ctx, 32); err != nil {
-			return nil, err
+			return err
 		}
 		f, err := finalized(ctx, s.n.url)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if f >= last {
 			d.Finalized = f
@@ -309,9 +328,9 @@ func (s *seeder) seedDense(ctx context.Context, contracts []burnContracts, burns
 	}
 	head, err := s.n.eth.BlockNumber(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d.Head = head
 	d.SeedSeconds = time.Since(start).Seconds()
-	return d, nil
+	return nil
 }
