@@ -19,7 +19,7 @@ import (
 type Dense struct {
 	Node  string     `json:"node"`
 	Shape string     `json:"shape"`
-	Seed *denseSeed `json:"seed"`
+	Seed  *denseSeed `json:"seed"`
 	// ClientLogs is the burns read with burnpoller's own client
 	// (chain.Endpoints, default range, receipts off), decoded: how the rows
 	// for the COPY ceilings are read. Not a ceiling.
