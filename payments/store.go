@@ -357,7 +357,7 @@ func (t *Tx) InsertNewPayments(ctx context.Context, ps []Payment) ([]Inserted, e
 	return t.insertPayments(ctx, ps, "")
 }
 
-// InsertPayments inserts ps in one statement, skipping any whose
+// InsertPayments inserts ps, skipping any whose
 // (chain_id, contract, tx_hash, log_index) is already recorded (and not
 // orphaned),
 // stages each inserted payment's confirmed event in the same statement
@@ -369,9 +369,31 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 	return t.insertPayments(ctx, ps, "ON CONFLICT (chain_id, contract, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING")
 }
 
+// insertChunk is the most payments one insert statement carries. A range
+// of blocks of thousands of burns is inserted as several statements, so
+// that the parameters pgx encodes (about a kilobyte a payment, in buffers
+// that double as they grow) stay a few megabytes, whatever a block holds;
+// at this size a statement's own cost is a few percent of its rows'
+// (BENCHMARKS.md).
+const insertChunk = 1000
+
 // insertPayments inserts ps with the conflict clause onConflict ("" for
-// none: a recorded key fails the statement with ErrRecorded).
+// none: a recorded key fails the statement with ErrRecorded), in
+// statements of at most insertChunk payments, in ps's order.
 func (t *Tx) insertPayments(ctx context.Context, ps []Payment, onConflict string) ([]Inserted, error) {
+	var inserted []Inserted
+	for chunk := range slices.Chunk(ps, insertChunk) {
+		ins, err := t.insertChunk(ctx, chunk, onConflict)
+		if err != nil {
+			return nil, err
+		}
+		inserted = append(inserted, ins...)
+	}
+	return inserted, nil
+}
+
+// insertChunk inserts ps in one statement (see insertPayments).
+func (t *Tx) insertChunk(ctx context.Context, ps []Payment, onConflict string) ([]Inserted, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}

@@ -473,3 +473,69 @@ func TestPolledAge(t *testing.T) {
 		}
 	})
 }
+
+// TestARangeOfThousandsOfBurnsIsRecordedWhole: a range of 2,500 burns (a
+// block of thousands, inserted as several statements) records every
+// payment with its amount and one confirmed event each, numbered in chain
+// order across the statements; with ON CONFLICT the recorded ones are
+// skipped in whichever statement they fall, and the plain insert given one
+// recorded in its last statement writes nothing at all.
+func TestARangeOfThousandsOfBurnsIsRecordedWhole(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	burn := func(i int) payments.Payment {
+		p := payment(byte(i/1000), uint32(i%1000), new(big.Int).Add(new(big.Int).Lsh(big.NewInt(1), 200), big.NewInt(int64(i))))
+		p.TxHash = fmt.Sprintf("0x%064x", i/100+1) // a hundred burns a transaction
+		p.LogIndex = uint32(i)
+		return p
+	}
+	var ps []payments.Payment
+	for i := range 2500 {
+		ps = append(ps, burn(i))
+	}
+	if _, err := s.SeedCursor(ctx, "c", -1, ""); err != nil {
+		t.Fatal(err)
+	}
+	// 1,200 of them first, then all 2,500: the second range inserts the
+	// other 1,300, which its second and third statements hold.
+	if n := commitRange(t, s, "c", -1, 10, ps[:1200]); n != 1200 {
+		t.Fatalf("first range: %d inserted, want 1200", n)
+	}
+	if n := commitRange(t, s, "c", 10, 20, ps); n != 1300 {
+		t.Fatalf("second range: %d inserted, want 1300", n)
+	}
+	err := inTx(s, func(ctx context.Context, tx *payments.Tx) error {
+		fresh := []payments.Payment{payment(0xf, 1, big.NewInt(1))}
+		for i := range 2100 {
+			p := burn(5000 + i)
+			fresh = append(fresh, p)
+		}
+		_, err := tx.InsertNewPayments(ctx, append(fresh, ps[2499]))
+		return err
+	})
+	if !errors.Is(err, payments.ErrRecorded) {
+		t.Fatalf("InsertNewPayments with a recorded payment in its last statement = %v, want ErrRecorded", err)
+	}
+	var rows, events int
+	var sum, firstTx, lastTx string
+	if err := pool.QueryRow(ctx, `SELECT count(*), sum(amount)::text FROM payments`).Scan(&rows, &sum); err != nil {
+		t.Fatal(err)
+	}
+	want := new(big.Int).Mul(new(big.Int).Lsh(big.NewInt(1), 200), big.NewInt(2500))
+	want.Add(want, big.NewInt(2499*2500/2))
+	if rows != 2500 || sum != want.String() {
+		t.Fatalf("ledger: %d rows summing to %s, want 2500 summing to %s", rows, sum, want)
+	}
+	// One confirmed event a payment, numbered in chain order: by log
+	// index here, across every statement and both ranges.
+	if err := pool.QueryRow(ctx, `
+		SELECT count(*), min(tx_hash), max(tx_hash) FROM payment_events e
+		WHERE kind = 'confirmed' AND seq = (SELECT count(*) FROM payment_events f WHERE f.log_index <= e.log_index)`).
+		Scan(&events, &firstTx, &lastTx); err != nil {
+		t.Fatal(err)
+	}
+	if events != 2500 || firstTx != ps[0].TxHash || lastTx != ps[2499].TxHash {
+		t.Fatalf("%d events numbered in chain order (txs %s to %s), want 2500", events, firstTx, lastTx)
+	}
+}
