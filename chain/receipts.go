@@ -3,7 +3,6 @@ package chain
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -53,35 +52,7 @@ type rpcReceipt struct {
 	TxHash    *common.Hash    `json:"transactionHash"`
 	BlockHash *common.Hash    `json:"blockHash"`
 	Status    *hexutil.Uint64 `json:"status"`
-	Logs      burnLogs        `json:"logs"`
-}
-
-// burnLogs are the logs of a receipt whose first topic is the burn event's,
-// the only ones the cross-check reads: the others (the token's Transfer of
-// every burn, everything else the transaction did) are decoded one receipt
-// at a time and dropped, so that a block of thousands of burns holds about
-// half the logs it would in memory while its receipts are read.
-type burnLogs []rpcLog
-
-// UnmarshalJSON decodes a receipt's logs, keeping the burn event's.
-func (b *burnLogs) UnmarshalJSON(data []byte) error {
-	var all []rpcLog
-	if err := json.Unmarshal(data, &all); err != nil {
-		return err
-	}
-	kept := 0
-	for _, l := range all {
-		if len(l.Topics) > 0 && l.Topics[0] == BurnTopic {
-			kept++
-		}
-	}
-	*b = make(burnLogs, 0, kept)
-	for _, l := range all {
-		if len(l.Topics) > 0 && l.Topics[0] == BurnTopic {
-			*b = append(*b, l)
-		}
-	}
-	return nil
+	Logs      []rpcLog        `json:"logs"`
 }
 
 // receiptBatchStart is how many blocks' receipts one batch asks for at first:
