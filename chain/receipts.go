@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
@@ -440,10 +441,14 @@ func (c *Client) receiptBatchSize() int {
 }
 
 // shrinkReceiptBatch keeps n as the batch size when it is smaller.
-func (c *Client) shrinkReceiptBatch(n int) {
+func (c *Client) shrinkReceiptBatch(n int) { shrinkTo(&c.receiptBatch, n) }
+
+// shrinkTo keeps n (at least 1) in size when it is smaller than what size
+// holds (0: nothing learned yet).
+func shrinkTo(size *atomic.Int32, n int) {
 	for {
-		cur := c.receiptBatch.Load()
-		if (cur > 0 && int(cur) <= n) || c.receiptBatch.CompareAndSwap(cur, int32(max(n, 1))) {
+		cur := size.Load()
+		if (cur > 0 && int(cur) <= n) || size.CompareAndSwap(cur, int32(max(n, 1))) {
 			return
 		}
 	}
@@ -465,16 +470,28 @@ func (c *Client) blockTxs(ctx context.Context, h Header) ([]common.Hash, error) 
 }
 
 // txReceipts asks for the receipts of txs in batches. A transaction without
-// a receipt is a bad reply: the node named it in a canonical block.
+// a receipt is a bad reply: the node named it in a canonical block. A batch
+// whose reply is over the cap (a block of thousands of burns: a receipt of
+// a hundred burns is about 100 KB) is halved until it fits, and the client
+// keeps the size that fit for its later batches; a single receipt over the
+// cap cannot be read, and says so.
 func (c *Client) txReceipts(ctx context.Context, txs []common.Hash) ([]rpcReceipt, error) {
 	out := make([]rpcReceipt, 0, len(txs))
-	for chunk := range slices.Chunk(txs, receiptTxs) {
+	for len(txs) > 0 {
+		chunk := txs[:min(len(txs), c.txReceiptBatchSize())]
 		raws := make([]*rpcReceipt, len(chunk))
 		elems := make([]rpc.BatchElem, len(chunk))
 		for i, tx := range chunk {
 			elems[i] = rpc.BatchElem{Method: "eth_getTransactionReceipt", Args: []any{tx}, Result: &raws[i]}
 		}
-		if err := c.batch(ctx, elems); err != nil {
+		err := c.batch(ctx, elems)
+		switch {
+		case errors.Is(err, ErrResponseTooLarge) && len(chunk) > 1:
+			shrinkTo(&c.txReceiptBatch, len(chunk)/2)
+			continue
+		case errors.Is(err, ErrResponseTooLarge):
+			return nil, fmt.Errorf("the receipt of tx %s alone is over the reply cap of %d bytes: %w", chunk[0].Hex(), c.opts.MaxResponseBytes, err)
+		case err != nil:
 			return nil, err
 		}
 		for i, rc := range raws {
@@ -483,8 +500,17 @@ func (c *Client) txReceipts(ctx context.Context, txs []common.Hash) ([]rpcReceip
 			}
 			out = append(out, *rc)
 		}
+		txs = txs[len(chunk):]
 	}
 	return out, nil
+}
+
+// txReceiptBatchSize is how many transaction receipts a batch asks for now.
+func (c *Client) txReceiptBatchSize() int {
+	if n := int(c.txReceiptBatch.Load()); n > 0 {
+		return n
+	}
+	return receiptTxs
 }
 
 // methodMissing says a call failed because the node does not offer the

@@ -809,3 +809,56 @@ func TestReceiptsOfADenseRangeGoAsSeveralRequests(t *testing.T) {
 		t.Fatalf("receipts batches of %v blocks, want %v (400 logs a block, a thousand a batch)", sizes, want)
 	}
 }
+
+// TestTransactionReceiptsShrinkToTheReplyCap: a block whose receipts are
+// over the reply cap is read transaction by transaction, and a batch of
+// transaction receipts over the cap is halved until it fits (a block of
+// thousands of burns: a hundred receipts of a hundred burns each is about
+// 11 MB), the size that fit kept for the later batches; every burn is
+// recorded. A single receipt over the cap fails the range and says which.
+func TestTransactionReceiptsShrinkToTheReplyCap(t *testing.T) {
+	t.Parallel()
+	n := &receiptNode{receipts: map[uint64][]rcpt{}}
+	for i := range 40 {
+		l := burnLog(12, byte(i+1), uint(2*i), big.NewInt(int64(i+1)), 1)
+		n.logs = append(n.logs, l)
+		pad := types.Log{Address: otherContract, Topics: []common.Hash{{1}}, Data: make([]byte, 2048),
+			BlockNumber: 12, BlockHash: hashOf(12), TxHash: l.TxHash, Index: uint(2*i + 1)}
+		n.receipts[12] = append(n.receipts[12], rcpt{TxHash: l.TxHash, BlockHash: hashOf(12), Status: 1, Logs: []types.Log{l, pad}})
+	}
+	// About 5 KB of receipt a transaction: the block's 40 (200 KB) and
+	// batches of 40 or 20 are over 64 KB, 10 are not.
+	c, _ := n.start(t, chain.Options{VerifyReceipts: true, MaxResponseBytes: 64 << 10})
+	txBatches := func(from int) []int {
+		var sizes []int
+		for _, m := range n.requestMethods()[from:] {
+			if strings.HasPrefix(m, "eth_getTransactionReceipt") {
+				sizes = append(sizes, strings.Count(m, "+")+1)
+			}
+		}
+		return sizes
+	}
+	for round, want := range [][]int{{40, 20, 10, 10, 10, 10}, {10, 10, 10, 10}} {
+		before := len(n.requestMethods())
+		r, err := c.BurnRange(context.Background(), []common.Address{contract}, 12, 12)
+		if err != nil || len(r.Burns) != 40 {
+			t.Fatalf("round %d: %d burns, %v; want 40", round, len(r.Burns), err)
+		}
+		for i, b := range r.Burns {
+			if b.Amount.Int64() != int64(i+1) || b.LogIndex != uint(2*i) {
+				t.Fatalf("round %d: burn %d is %s/%d, want amount %d at log %d", round, i, b.Amount, b.LogIndex, i+1, 2*i)
+			}
+		}
+		if got := txBatches(before); !slices.Equal(got, want) {
+			t.Fatalf("round %d: transaction receipt batches of %v, want %v", round, got, want)
+		}
+	}
+	// One receipt of 80 KB: nothing fits.
+	n.mu.Lock()
+	n.receipts[12][7].Logs[1].Data = make([]byte, 80<<10)
+	n.mu.Unlock()
+	_, err := c.BurnRange(context.Background(), []common.Address{contract}, 12, 12)
+	if !errors.Is(err, chain.ErrResponseTooLarge) || !strings.Contains(err.Error(), n.logs[7].TxHash.Hex()) {
+		t.Fatalf("a receipt over the cap: %v, want ErrResponseTooLarge naming tx %s", err, n.logs[7].TxHash.Hex())
+	}
+}
