@@ -55,6 +55,9 @@ type Config struct {
 	// block it freezes, so sealing slows to a crawl (17 blocks/s at 72,000
 	// blocks), where on disk it stays about 1,000 blocks/s.
 	DataDir string
+	// GasLimit is the block gas limit; zero keeps go-ethereum's default
+	// (the miner's gas ceiling). A block of thousands of burns needs more.
+	GasLimit uint64
 }
 
 // Info is what a client needs to use the chain; cmd/devchain prints it.
@@ -151,6 +154,9 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 		chainCfg.ChainID = chainID
 		ec.Genesis.Config = &chainCfg
 		ec.NetworkId = cfg.ChainID
+		if cfg.GasLimit > 0 {
+			ec.Genesis.GasLimit, ec.Miner.GasCeil = cfg.GasLimit, cfg.GasLimit
+		}
 	})
 	c := &Chain{
 		info: Info{

@@ -120,6 +120,12 @@ type Faults struct {
 	// cap), 9 MiB of short response headers (within net/http's default
 	// limit), and an HTTP 500 with a 4 MiB body.
 	Hostile int
+	// CutReplies sends each of the next N replies carrying a receipt
+	// (eth_getBlockReceipts, eth_getTransactionReceipt) only in part: its
+	// full Content-Length and the first half of its body, then the
+	// connection closes, as when a provider or the network drops a large
+	// reply midway.
+	CutReplies int
 }
 
 // Stats counts what the proxy did.
@@ -137,6 +143,7 @@ type Stats struct {
 	Hung           int
 	Unauthorized   int
 	TagsRejected   int
+	CutReplies     int // replies sent in part (CutReplies)
 	Delayed        int // requests held by Delay or DelayTarget
 	LaggedReplies  int
 	HiddenLogs     int
@@ -389,12 +396,44 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
+	var reply any = resps
+	if !batch {
+		reply = resps[0]
+	}
+	out, err := json.Marshal(reply)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	if carriesReceipts(reqs) && p.take(&p.faults.CutReplies) {
+		p.count(func(s *Stats) { s.CutReplies++ })
+		cutReply(w, rw, status, out)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	if batch {
-		_ = json.NewEncoder(w).Encode(resps)
-	} else {
-		_ = json.NewEncoder(w).Encode(resps[0])
+	_, _ = w.Write(append(out, '\n'))
+}
+
+// carriesReceipts says reqs ask for a receipt.
+func carriesReceipts(reqs []request) bool {
+	return slices.ContainsFunc(reqs, func(r request) bool {
+		return r.Method == "eth_getBlockReceipts" || r.Method == "eth_getTransactionReceipt"
+	})
+}
+
+// cutReply sends body's full length and its first half, then closes the
+// connection under rw.
+func cutReply(w io.Writer, rw http.ResponseWriter, status int, body []byte) {
+	rw.Header().Set("Content-Type", "application/json")
+	rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	rw.WriteHeader(status)
+	_, _ = w.Write(body[:len(body)/2])
+	if f, ok := rw.(http.Flusher); ok {
+		f.Flush()
+	}
+	if conn, _, err := http.NewResponseController(rw).Hijack(); err == nil {
+		_ = conn.Close()
 	}
 }
 

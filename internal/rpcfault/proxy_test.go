@@ -267,3 +267,31 @@ func TestStatsCountEveryCallAndTheBytesServed(t *testing.T) {
 		t.Fatalf("requests %d, calls %v, bytes %d; want 2, 3 eth_getLogs, %d", s.Requests, s.Calls, s.ResponseBytes, served)
 	}
 }
+
+// TestCutReplies: a reply carrying receipts is sent half, then the
+// connection closes; a reply without receipts, and the receipts reply
+// after the fault, come whole.
+func TestCutReplies(t *testing.T) {
+	t.Parallel()
+	p, _ := startProxy(t)
+	p.Set(func(f *Faults) { f.CutReplies = 1 })
+	receipts := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionReceipt","params":["%s"]}`, txHash(5))
+	if got := post(t, p, getLogs(1, 9)); len(got) != 1 || got[0].Error != nil {
+		t.Fatalf("eth_getLogs under CutReplies: %+v, want it whole", got)
+	}
+	resp, err := http.Post(p.URL, "application/json", strings.NewReader(receipts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil || resp.ContentLength <= int64(len(b)) {
+		t.Fatalf("read %d of %d bytes, %v; want the reply cut short", len(b), resp.ContentLength, err)
+	}
+	if got := post(t, p, receipts); len(got) != 1 || got[0].Error != nil || len(got[0].Result) == 0 {
+		t.Fatalf("the receipt after the fault: %+v, want it whole", got)
+	}
+	if st := p.Stats(); st.CutReplies != 1 {
+		t.Fatalf("CutReplies stat %d, want 1", st.CutReplies)
+	}
+}
