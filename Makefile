@@ -81,7 +81,7 @@ $(GETH):
 bench-quick: $(GETH)
 	go run ./cmd/bench -dense-node geth -geth $(GETH) -burns 30000 -ponder "$(PONDER)" -summary -out bin/bench-quick.json
 
-# The dense run on both real nodes at 100,000 burns, with Ponder (about 4 minutes).
+# The dense run on both real nodes at 100,000 burns, even and uneven blocks, with Ponder (about 8 minutes).
 bench-real: $(GETH) $(ANVIL)
 	go run ./cmd/bench -dense-node geth,anvil -shape even,uneven -geth $(GETH) -anvil $(ANVIL) -burns 100000 -ponder "$(PONDER)" -summary -out bin/bench-real.json
 
