@@ -137,9 +137,6 @@ type Client struct {
 	// receiptBatch is the eth_getBlockReceipts batch size learned from
 	// replies over the cap (0: receiptBatchStart).
 	receiptBatch atomic.Int32
-	// txReceiptBatch is the eth_getTransactionReceipt batch size learned
-	// from replies over the cap (0: receiptTxs).
-	txReceiptBatch atomic.Int32
 	// answered is when the node last answered a request without error
 	// (unix nanoseconds; 0: never).
 	answered atomic.Int64

@@ -15,9 +15,11 @@ var (
 	// ErrFinalityUnsupported means the node cannot name blocks by the
 	// configured finality tag.
 	ErrFinalityUnsupported = errors.New("finality tag not supported by the node")
-	// ErrRangeAtOneBlock means a provider refuses eth_getLogs even for a
-	// single block: the poller cannot advance past it through this endpoint.
-	ErrRangeAtOneBlock = errors.New("eth_getLogs refused even for a single block")
+	// ErrRangeAtOneBlock means even a single block cannot be read: the
+	// provider refuses eth_getLogs for it, or its logs, or a receipt the
+	// check needs, are over the reply cap (the error wrapped with it says
+	// which). The poller cannot advance past it through this endpoint.
+	ErrRangeAtOneBlock = errors.New("even a single block cannot be read (eth_getLogs refused, or a reply over the limit)")
 	// ErrNoEndpoint means no endpoint has answered with the right chain id yet.
 	ErrNoEndpoint = errors.New("no endpoint verified yet")
 	// ErrHistoryUnavailable means no endpoint serves a block range any more

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
@@ -441,14 +440,10 @@ func (c *Client) receiptBatchSize() int {
 }
 
 // shrinkReceiptBatch keeps n as the batch size when it is smaller.
-func (c *Client) shrinkReceiptBatch(n int) { shrinkTo(&c.receiptBatch, n) }
-
-// shrinkTo keeps n (at least 1) in size when it is smaller than what size
-// holds (0: nothing learned yet).
-func shrinkTo(size *atomic.Int32, n int) {
+func (c *Client) shrinkReceiptBatch(n int) {
 	for {
-		cur := size.Load()
-		if (cur > 0 && int(cur) <= n) || size.CompareAndSwap(cur, int32(max(n, 1))) {
+		cur := c.receiptBatch.Load()
+		if (cur > 0 && int(cur) <= n) || c.receiptBatch.CompareAndSwap(cur, int32(max(n, 1))) {
 			return
 		}
 	}
@@ -469,16 +464,17 @@ func (c *Client) blockTxs(ctx context.Context, h Header) ([]common.Hash, error) 
 	return b.Transactions, nil
 }
 
-// txReceipts asks for the receipts of txs in batches. A transaction without
-// a receipt is a bad reply: the node named it in a canonical block. A batch
-// whose reply is over the cap (a block of thousands of burns: a receipt of
-// a hundred burns is about 100 KB) is halved until it fits, and the client
-// keeps the size that fit for its later batches; a single receipt over the
-// cap cannot be read, and says so.
+// txReceipts asks for the receipts of txs in batches of up to receiptTxs,
+// one after another. A transaction without a receipt is a bad reply: the
+// node named it in a canonical block. A batch whose reply is over the cap
+// (a block of thousands of burns: a receipt of a hundred burns with their
+// token transfers is about 125 KB) is halved until it fits, for the rest of
+// this call; a single receipt over the cap cannot be read, and says so.
 func (c *Client) txReceipts(ctx context.Context, txs []common.Hash) ([]rpcReceipt, error) {
 	out := make([]rpcReceipt, 0, len(txs))
+	size := receiptTxs
 	for len(txs) > 0 {
-		chunk := txs[:min(len(txs), c.txReceiptBatchSize())]
+		chunk := txs[:min(len(txs), size)]
 		raws := make([]*rpcReceipt, len(chunk))
 		elems := make([]rpc.BatchElem, len(chunk))
 		for i, tx := range chunk {
@@ -487,7 +483,7 @@ func (c *Client) txReceipts(ctx context.Context, txs []common.Hash) ([]rpcReceip
 		err := c.batch(ctx, elems)
 		switch {
 		case errors.Is(err, ErrResponseTooLarge) && len(chunk) > 1:
-			shrinkTo(&c.txReceiptBatch, len(chunk)/2)
+			size = len(chunk) / 2
 			continue
 		case errors.Is(err, ErrResponseTooLarge):
 			return nil, fmt.Errorf("the receipt of tx %s alone is over the reply cap of %d bytes: %w", chunk[0].Hex(), c.opts.MaxResponseBytes, err)
@@ -503,14 +499,6 @@ func (c *Client) txReceipts(ctx context.Context, txs []common.Hash) ([]rpcReceip
 		txs = txs[len(chunk):]
 	}
 	return out, nil
-}
-
-// txReceiptBatchSize is how many transaction receipts a batch asks for now.
-func (c *Client) txReceiptBatchSize() int {
-	if n := int(c.txReceiptBatch.Load()); n > 0 {
-		return n
-	}
-	return receiptTxs
 }
 
 // methodMissing says a call failed because the node does not offer the

@@ -27,11 +27,8 @@ func newColumns(n int) *columns {
 // add appends p, named what in an error: its amount must be a uint256, its
 // chain id a bigint.
 func (c *columns) add(what string, p Payment) error {
-	if p.Amount == nil || p.Amount.Sign() < 0 {
-		return fmt.Errorf("%s %s/%d: amount %v is not a uint256", what, p.TxHash, p.LogIndex, p.Amount)
-	}
-	if p.ChainID > 1<<63-1 {
-		return fmt.Errorf("%s %s/%d: chain id %d out of range", what, p.TxHash, p.LogIndex, p.ChainID)
+	if err := storable(what, p); err != nil {
+		return err
 	}
 	c.chainIDs, c.contracts, c.txHashes = append(c.chainIDs, int64(p.ChainID)), append(c.contracts, p.Contract), append(c.txHashes, p.TxHash)
 	c.indexes, c.numbers, c.hashes = append(c.indexes, int64(p.LogIndex)), append(c.numbers, p.BlockNumber), append(c.hashes, p.BlockHash)
@@ -43,4 +40,16 @@ func (c *columns) add(what string, p Payment) error {
 // args are the arrays, in their order.
 func (c *columns) args() []any {
 	return []any{c.chainIDs, c.contracts, c.txHashes, c.indexes, c.numbers, c.hashes, c.payers, c.digests, c.amounts, c.times}
+}
+
+// storable says whether p, named what in an error, can be stored: its
+// amount must be a uint256, its chain id a bigint.
+func storable(what string, p Payment) error {
+	if p.Amount == nil || p.Amount.Sign() < 0 {
+		return fmt.Errorf("%s %s/%d: amount %v is not a uint256", what, p.TxHash, p.LogIndex, p.Amount)
+	}
+	if p.ChainID > 1<<63-1 {
+		return fmt.Errorf("%s %s/%d: chain id %d out of range", what, p.TxHash, p.LogIndex, p.ChainID)
+	}
+	return nil
 }

@@ -348,11 +348,11 @@ var ErrRecorded = errors.New("a payment taken for new is recorded already")
 
 // InsertNewPayments is InsertPayments for payments the caller knows are
 // not recorded (it read the ledger's rows of their blocks and transactions
-// under the writers' lock): one plain insert, without the check for a
+// under the writers' lock): plain inserts, without the check for a
 // recorded key before each row that ON CONFLICT costs (about a sixth of
 // the statement). The unique key still guards the ledger: a payment
-// recorded after all fails the statement with ErrRecorded, and nothing is
-// written.
+// recorded after all fails its statement with ErrRecorded and aborts the
+// transaction, so nothing of it, earlier statements included, can commit.
 func (t *Tx) InsertNewPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
 	return t.insertPayments(ctx, ps, "")
 }
@@ -381,6 +381,13 @@ const insertChunk = 1000
 // none: a recorded key fails the statement with ErrRecorded), in
 // statements of at most insertChunk payments, in ps's order.
 func (t *Tx) insertPayments(ctx context.Context, ps []Payment, onConflict string) ([]Inserted, error) {
+	// Every payment is checked before the first statement: one that
+	// cannot be stored writes none.
+	for _, p := range ps {
+		if err := storable("payment", p); err != nil {
+			return nil, err
+		}
+	}
 	var inserted []Inserted
 	for chunk := range slices.Chunk(ps, insertChunk) {
 		ins, err := t.insertChunk(ctx, chunk, onConflict)
