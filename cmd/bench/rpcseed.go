@@ -291,14 +291,22 @@ func (s *seeder) seedDense(ctx context.Context, contracts []burnContracts, burns
 			total -= n
 			inBlock += n
 		}
-		b, err := s.block(ctx, txs)
-		if err != nil {
+		if err := s.sealInto(ctx, d, txs, inBlock); err != nil {
 			return nil, err
 		}
-		d.blockNumbers = append(d.blockNumbers, b)
-		d.perBlock = append(d.perBlock, inBlock)
 	}
 	return d, s.finish(ctx, d, start)
+}
+
+// sealInto seals txs, of burns burns, into one block and notes it in d.
+func (s *seeder) sealInto(ctx context.Context, d *denseSeed, txs []*types.Transaction, burns int) error {
+	b, err := s.block(ctx, txs)
+	if err != nil {
+		return err
+	}
+	d.blockNumbers = append(d.blockNumbers, b)
+	d.perBlock = append(d.perBlock, burns)
+	return nil
 }
 
 // finish seals empty blocks until the node finalizes the last block with

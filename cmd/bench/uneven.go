@@ -79,12 +79,9 @@ func (s *seeder) seedUneven(ctx context.Context, c burnContracts, burns int) (*d
 			left -= n
 			inBlock += n
 		}
-		b, err := s.block(ctx, txs)
-		if err != nil {
+		if err := s.sealInto(ctx, d, txs, inBlock); err != nil {
 			return nil, err
 		}
-		d.blockNumbers = append(d.blockNumbers, b)
-		d.perBlock = append(d.perBlock, inBlock)
 	}
 	return d, s.finish(ctx, d, start)
 }
