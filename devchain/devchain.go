@@ -56,7 +56,10 @@ type Config struct {
 	// blocks), where on disk it stays about 1,000 blocks/s.
 	DataDir string
 	// GasLimit is the block gas limit; zero keeps go-ethereum's default
-	// (the miner's gas ceiling). A block of thousands of burns needs more.
+	// (the miner's gas ceiling). A block of thousands of burns needs more,
+	// and more time to build than the miner's 2 s allowance on a loaded
+	// machine (it would seal what it executed by then): with GasLimit set,
+	// the allowance is a minute.
 	GasLimit uint64
 }
 
@@ -156,6 +159,7 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 		ec.NetworkId = cfg.ChainID
 		if cfg.GasLimit > 0 {
 			ec.Genesis.GasLimit, ec.Miner.GasCeil = cfg.GasLimit, cfg.GasLimit
+			ec.Miner.Recommit = time.Minute
 		}
 	})
 	c := &Chain{

@@ -51,6 +51,24 @@ func TestABlockOfTenThousandBurns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The pool promotes transactions in the background: seal once every
+	// payer's 25 are pending, so that one block takes the 100.
+	waitFor(t, time.Minute, "the 100 transactions pending", func() bool {
+		for i := range 4 {
+			mined, err := c.Client().NonceAt(ctx, c.Payer(i), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pending, err := c.Client().PendingNonceAt(ctx, c.Payer(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pending-mined != 25 {
+				return false
+			}
+		}
+		return true
+	})
 	c.Seal()
 	head, err := c.Client().BlockNumber(ctx)
 	if err != nil {
