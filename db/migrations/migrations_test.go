@@ -111,25 +111,7 @@ func TestKeyMigrationOnAPopulatedLedger(t *testing.T) {
 		VALUES (1, '0x'||repeat('ab', 20), '0x'||repeat('0', 64), 0, 1, '0x'||repeat('cd', 32), '{}', 'x');`); err != nil {
 		t.Fatal(err)
 	}
-	if from, err := migrations.MigrateTo(ctx, conn, 5); err != nil || from != 3 {
-		t.Fatalf("Migrate = %d, %v", from, err)
-	}
-	// A run that stopped after its statements but before recording the
-	// version runs them all again and ends in the same schema.
-	if _, err := conn.Exec(ctx, "UPDATE "+migrations.VersionTable+" SET version = 4"); err != nil {
-		t.Fatal(err)
-	}
-	if from, err := migrations.MigrateTo(ctx, conn, 5); err != nil || from != 4 {
-		t.Fatalf("Migrate again = %d, %v", from, err)
-	}
-	var rows int
-	var sum string
-	if err := conn.QueryRow(ctx, `SELECT count(*), sum(amount)::text FROM payments`).Scan(&rows, &sum); err != nil {
-		t.Fatal(err)
-	}
-	if rows != 10000 || sum != "50005000" {
-		t.Fatalf("after migrating: %d rows summing %s, want 10000 summing 50005000", rows, sum)
-	}
+	migrateTwiceKeepingTheLedger(ctx, t, conn, 5, 3)
 	for table, want := range map[string]string{
 		"rejected_logs": "UNIQUE (chain_id, tx_hash, log_index)",
 	} {
@@ -202,25 +184,7 @@ func TestContractKeyMigrationOnAPopulatedLedger(t *testing.T) {
 		VALUES (1, '0x'||repeat('ab', 20), '0x'||repeat('0', 64), 7, 1, '0x'||repeat('cd', 32), '{}', 'x');`); err != nil {
 		t.Fatal(err)
 	}
-	if from, err := migrations.MigrateTo(ctx, conn, 17); err != nil || from != 16 {
-		t.Fatalf("Migrate = %d, %v", from, err)
-	}
-	// A run that stopped after its statements but before recording the
-	// version runs them all again and ends in the same schema.
-	if _, err := conn.Exec(ctx, "UPDATE "+migrations.VersionTable+" SET version = 16"); err != nil {
-		t.Fatal(err)
-	}
-	if from, err := migrations.MigrateTo(ctx, conn, 17); err != nil || from != 16 {
-		t.Fatalf("Migrate again = %d, %v", from, err)
-	}
-	var rows int
-	var sum string
-	if err := conn.QueryRow(ctx, `SELECT count(*), sum(amount)::text FROM payments`).Scan(&rows, &sum); err != nil {
-		t.Fatal(err)
-	}
-	if rows != 10000 || sum != "50005000" {
-		t.Fatalf("after migrating: %d rows summing %s, want 10000 summing 50005000", rows, sum)
-	}
+	migrateTwiceKeepingTheLedger(ctx, t, conn, 17, 16)
 	uniques := texts(ctx, t, conn, `SELECT indexdef FROM pg_indexes WHERE tablename IN ('payments', 'pending_payments', 'rejected_logs')
 		AND indexdef LIKE 'CREATE UNIQUE%' AND indexname NOT IN ('payments_pkey', 'rejected_logs_pkey') ORDER BY indexname`)
 	want := []string{
@@ -522,4 +486,30 @@ func TestEventNumberingMigratesDownAndUp(t *testing.T) {
 		t.Fatal("migrating down did not bring migration 15's function back")
 	}
 	numbers("down-at-15")
+}
+
+// migrateTwiceKeepingTheLedger migrates conn's database from version from
+// to version to, then again as a run does that stopped after its
+// statements but before recording the version (it runs them all again
+// and ends in the same schema), and checks the ledger the tests seeded
+// (10,000 payments of amounts 1 to 10,000) came through whole.
+func migrateTwiceKeepingTheLedger(ctx context.Context, t *testing.T, conn *pgx.Conn, to, from int32) {
+	t.Helper()
+	if got, err := migrations.MigrateTo(ctx, conn, to); err != nil || got != from {
+		t.Fatalf("Migrate = %d, %v; want from %d", got, err, from)
+	}
+	if _, err := conn.Exec(ctx, "UPDATE "+migrations.VersionTable+" SET version = $1", to-1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := migrations.MigrateTo(ctx, conn, to); err != nil || got != to-1 {
+		t.Fatalf("Migrate again = %d, %v; want from %d", got, err, to-1)
+	}
+	var rows int
+	var sum string
+	if err := conn.QueryRow(ctx, `SELECT count(*), sum(amount)::text FROM payments`).Scan(&rows, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 10000 || sum != "50005000" {
+		t.Fatalf("after migrating: %d rows summing %s, want 10000 summing 50005000", rows, sum)
+	}
 }
