@@ -245,7 +245,6 @@ func (s *seeder) receipt(ctx context.Context, tx common.Hash) (*types.Receipt, e
 
 // denseSeed is what seeding a dense workload made.
 type denseSeed struct {
-	Shape        string  `json:"shape"`
 	Burns        int     `json:"burns"`
 	PerTx        int     `json:"burns_per_tx"`
 	TxsPerBlock  int     `json:"txs_per_block"`
@@ -270,7 +269,7 @@ func (s *seeder) seedDense(ctx context.Context, contracts []burnContracts, burns
 	for i := range left {
 		left[i] = burns
 	}
-	d := &denseSeed{Shape: shapeEven, Burns: burns * len(contracts), PerTx: perTx, TxsPerBlock: txsPerBlock}
+	d := &denseSeed{Burns: burns * len(contracts), PerTx: perTx, TxsPerBlock: txsPerBlock}
 	next := 0
 	for total := d.Burns; total > 0; {
 		var txs []*types.Transaction

@@ -51,7 +51,7 @@ func unevenBlockTxs(rng *rand.Rand, block int) int {
 // blocks' sizes come from a fixed seed: every run seeds the same chain.
 func (s *seeder) seedUneven(ctx context.Context, c burnContracts, burns int) (*denseSeed, error) {
 	start := time.Now()
-	d := &denseSeed{Shape: shapeUneven, Burns: burns, PerTx: unevenPerTx}
+	d := &denseSeed{Burns: burns, PerTx: unevenPerTx}
 	rng := rand.New(rand.NewPCG(30, 30))
 	huge := new(big.Int).Lsh(big.NewInt(1), 200)
 	for left, tx := burns, 0; left > 0; {
