@@ -63,7 +63,13 @@ func KeepsSessions(ctx context.Context, cc *pgx.ConnConfig) (bool, error) {
 const sessionProbeRounds = 32
 
 // probeRound is one round of KeepsSessions: false when c1 is no longer on
-// backend with token set, or c2 is on it.
+// backend with token set, or c2 is on it. c1 is read twice: while c2 holds
+// its transaction, and once c2 has ended it. A pooler that hands out the
+// server connection freed last gives c1, on the second read, the one c2
+// just let go: without it, a first round in which c2 happened onto the
+// other server connection (another client's statement holding c1's) left
+// c2 on that one and c1 on its own for every later round, as if each kept
+// its session.
 func probeRound(ctx context.Context, c1, c2 *pgx.Conn, backend int32, token string) (bool, error) {
 	tx, err := c2.Begin(ctx)
 	if err != nil {
@@ -75,6 +81,17 @@ func probeRound(ctx context.Context, c1, c2 *pgx.Conn, backend int32, token stri
 	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&other); err != nil || other == backend {
 		return false, nil
 	}
+	if kept, err := onItsSession(ctx, c1, backend, token); err != nil || !kept {
+		return false, err
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		return false, nil
+	}
+	return onItsSession(ctx, c1, backend, token)
+}
+
+// onItsSession says whether c1 is on backend with token set.
+func onItsSession(ctx context.Context, c1 *pgx.Conn, backend int32, token string) (bool, error) {
 	var (
 		now int32
 		got string
