@@ -507,6 +507,7 @@ func TestGroupsOnOneChainNeverShareABurnsKey(t *testing.T) {
 		block    uint64
 		amount   int64
 		burn     chain.Burn
+		node     *fakeChain
 		w        *poller.Writer
 	}
 	groups := []*group{
@@ -516,6 +517,7 @@ func TestGroupsOnOneChainNeverShareABurnsKey(t *testing.T) {
 	}
 	for i, g := range groups {
 		node := newFakeChain(20)
+		g.node = node
 		// The transaction's burn on this group's contract is log 7 of
 		// this group's block; the others' burns sit elsewhere in it.
 		node.addBurnTx(g.block, tx, 7, 7, g.amount)
@@ -532,29 +534,8 @@ func TestGroupsOnOneChainNeverShareABurnsKey(t *testing.T) {
 		}
 	}
 	for _, g := range groups {
-		// A transaction records the ranges that have arrived, so the
-		// cursor may need more than one to reach 20, as in the loop.
-		var inserted, duplicates int64
-		for to := int64(9); to < 20; {
-			rtx, err := g.w.Begin(ctx, ctx, g.contract.Hex())
-			if err != nil {
-				t.Fatal(err)
-			}
-			totals, err := rtx.Advance(ctx, 20, time.Second)
-			if err != nil {
-				rtx.Rollback()
-				t.Fatalf("group %s: %v", g.contract.Hex(), err)
-			}
-			if _, err := rtx.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if totals.To <= to {
-				t.Fatalf("group %s: the cursor did not move from %d: %+v", g.contract.Hex(), to, totals)
-			}
-			to, inserted, duplicates = totals.To, inserted+totals.Inserted, duplicates+totals.Duplicates
-		}
-		if inserted != 1 || duplicates != 0 {
-			t.Fatalf("group %s inserted %d and skipped %d as duplicates, want its one burn inserted", g.contract.Hex(), inserted, duplicates)
+		if res := advance(t, g.w, g.node, g.contract.Hex()); res.Inserted != 1 || res.Duplicates != 0 || res.To != 20 {
+			t.Fatalf("group %s recorded %+v, want its one burn inserted and the cursor at 20", g.contract.Hex(), res)
 		}
 	}
 	rows, err := pool.Query(ctx, `SELECT contract, tx_hash, log_index, block_number, amount::text FROM payments ORDER BY contract`)
