@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/ethereum/go-ethereum/rpc"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // httpBatch sends elems as one JSON-RPC batch over HTTP and decodes each
@@ -94,14 +95,14 @@ func batchBody(elems []rpc.BatchElem) ([]byte, error) {
 // that is not an array (one error object for the whole batch) or is not
 // JSON fails the whole batch.
 func decodeBatch(r io.Reader, elems []rpc.BatchElem, base int64) error {
-	dec := json.NewDecoder(r)
-	tok, err := dec.Token()
+	dec := replyDecoder(r)
+	tok, err := dec.ReadToken()
 	if err != nil {
 		return fmt.Errorf("reading the batch reply: %w", err)
 	}
-	switch tok {
-	case json.Delim('['):
-	case json.Delim('{'):
+	switch tok.Kind() {
+	case '[':
+	case '{':
 		// One reply for the whole batch. Its error is told, but, as with
 		// go-ethereum's client, the batch fails as a transient failure
 		// whatever the code says.
@@ -117,8 +118,8 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem, base int64) error {
 		return fmt.Errorf("reading the batch reply: unexpected %v", tok)
 	}
 	answered := make([]bool, len(elems))
-	for dec.More() {
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	for dec.PeekKind() != ']' {
+		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 			if err == nil {
 				err = fmt.Errorf("unexpected %v", tok)
 			}
@@ -134,7 +135,7 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem, base int64) error {
 		answered[rep.index] = true
 		elems[rep.index].Error = rep.elementError()
 	}
-	if _, err := dec.Token(); err != nil {
+	if _, err := dec.ReadToken(); err != nil {
 		return fmt.Errorf("reading the batch reply: %w", err)
 	}
 	for i := range elems {
@@ -145,12 +146,21 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem, base int64) error {
 	return nil
 }
 
+// replyDecoder reads JSON from r in one pass, as leniently as
+// encoding/json: a key given twice, or a string that is not UTF-8, is not
+// an error in itself. encoding/json's Decoder scans a value once to find
+// its end and again to decode it, at a seventh of the speed
+// (BENCHMARKS.md); the values themselves are decoded by decodeResult.
+func replyDecoder(r io.Reader) *jsontext.Decoder {
+	return jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+}
+
 // decodeCall reads the reply to a lone call from r into el, as
 // decodeBatch does an element's; a reply that is not one JSON object
 // fails the call.
 func decodeCall(r io.Reader, el *rpc.BatchElem) error {
-	dec := json.NewDecoder(r)
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	dec := replyDecoder(r)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		if err == nil {
 			err = fmt.Errorf("unexpected %v", tok)
 		}
@@ -190,71 +200,57 @@ func (rep reply) elementError() error {
 // base names elems[0]), unless that element is answered already: at once
 // when the id came first (as nodes write it), else once the object is
 // read. With answered nil, its id is not looked at: it answers the one
-// element of elems, if there is one (a lone call).
-func readReply(dec *json.Decoder, elems []rpc.BatchElem, base int64, answered []bool) (reply, error) {
+// element of elems, if there is one (a lone call). A result that does not
+// fit its element's type is that element's error; JSON that is not well
+// formed, or a failed read (the reply over the cap, a broken connection),
+// fails the whole reply.
+func readReply(dec *jsontext.Decoder, elems []rpc.BatchElem, base int64, answered []bool) (reply, error) {
 	rep := reply{index: -1}
 	if answered == nil && len(elems) == 1 {
 		rep.index = 0
 	}
-	var pending json.RawMessage
-	for dec.More() {
-		tok, err := dec.Token()
+	var pending []byte
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return rep, err
 		}
-		switch key, _ := tok.(string); key {
+		key := tok.String()
+		// A token or value is the decoder's until its next read: each is
+		// read, decoded or copied before then.
+		v, err := dec.ReadValue()
+		if err != nil {
+			return rep, err
+		}
+		switch key {
 		case "id":
-			if err := rep.readID(dec, base, answered); err != nil {
-				return rep, err
+			if answered != nil {
+				rep.index = elementOf(json.RawMessage(v), base, len(answered))
+				if rep.index >= 0 && answered[rep.index] {
+					rep.index = -1 // a repeat: the first reply stands
+				}
 			}
 		case "result":
 			rep.result = true
 			if rep.index >= 0 {
-				// An error here is the element's: a result that does not
-				// fit its type. A failed read (the reply over the cap, a
-				// broken connection) or bad JSON stays with the decoder
-				// and fails the batch at the next token.
-				rep.decodeErr = dec.Decode(elems[rep.index].Result)
+				rep.decodeErr = decodeResult(v, elems[rep.index].Result)
 				continue
 			}
-			if err := dec.Decode(&pending); err != nil {
-				return rep, err
-			}
+			pending = bytes.Clone(v)
 		case "error":
 			rep.err = new(replyError)
-			if err := dec.Decode(rep.err); err != nil {
-				return rep, err
-			}
-		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
+			if err := json.Unmarshal(v, rep.err); err != nil {
 				return rep, err
 			}
 		}
 	}
-	if _, err := dec.Token(); err != nil { // '}'
+	if _, err := dec.ReadToken(); err != nil { // '}'
 		return rep, err
 	}
 	if pending != nil && rep.index >= 0 {
-		rep.decodeErr = json.Unmarshal(pending, elems[rep.index].Result)
+		rep.decodeErr = decodeResult(pending, elems[rep.index].Result)
 	}
 	return rep, nil
-}
-
-// readID reads the reply's id from dec and takes the element it names
-// (readReply): with answered nil (a lone call) it takes none.
-func (rep *reply) readID(dec *json.Decoder, base int64, answered []bool) error {
-	var id json.RawMessage
-	if err := dec.Decode(&id); err != nil {
-		return err
-	}
-	if answered == nil {
-		return nil
-	}
-	if rep.index = elementOf(id, base, len(answered)); rep.index >= 0 && answered[rep.index] {
-		rep.index = -1 // a repeat: the first reply stands
-	}
-	return nil
 }
 
 // elementOf is the element an id names: an integer in [base, base+n),

@@ -34,7 +34,7 @@ func TestRPCLogDecodesAsTypesLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		var raw []rpcLog
-		if err := json.Unmarshal([]byte(doc), &raw); err != nil {
+		if err := decodeResult([]byte(doc), &raw); err != nil {
 			t.Fatal(err)
 		}
 		got, err := toLogs(raw)
@@ -78,7 +78,7 @@ func TestRPCLogRequiresWhatTypesLogRequires(t *testing.T) {
 					t.Fatalf("types.Log took a log without %s", missing)
 				}
 				var raw []rpcLog
-				if err := json.Unmarshal([]byte(doc), &raw); err != nil {
+				if err := decodeResult([]byte(doc), &raw); err != nil {
 					t.Fatal(err)
 				}
 				_, err := toLogs(raw)
@@ -103,7 +103,7 @@ func TestRPCLogAboveMaxBlockIsABadReply(t *testing.T) {
 		bad   bool
 	}{{MaxBlock, false}, {MaxBlock + 1, true}, {1<<64 - 1, true}} {
 		var raw []rpcLog
-		if err := json.Unmarshal(doc(tt.block), &raw); err != nil {
+		if err := decodeResult(doc(tt.block), &raw); err != nil {
 			t.Fatal(err)
 		}
 		logs, err := toLogs(raw)
@@ -132,7 +132,7 @@ func FuzzRPCLogDecodesAsTypesLog(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		var raw []rpcLog
 		var got []types.Log
-		err := json.Unmarshal(doc, &raw)
+		err := decodeResult(doc, &raw)
 		if err == nil {
 			got, err = toLogs(raw)
 		}

@@ -1,0 +1,605 @@
+package chain
+
+import (
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+)
+
+// decodeResult decodes one reply's result, raw, into result, as
+// json.Unmarshal does. Logs and receipts, the poller's largest replies by
+// far, are read by a scanner made for their shape, in one pass and with a
+// few allocations per reply rather than several per log: encoding/json
+// took most of the poller's CPU on dense ranges (BENCHMARKS.md). The
+// scanner takes only what it is sure of: plain JSON, keys spelled as
+// nodes spell them, values of the types the fields want. Anything else (a
+// key in other case, an escaped string, a value encoding/json would refuse
+// or read leniently) is left to encoding/json, which then decides, so the
+// result is always what json.Unmarshal gives (FuzzFastDecodeIsUnmarshal).
+func decodeResult(raw []byte, result any) error {
+	switch p := result.(type) {
+	case *[]rpcLog:
+		if *p == nil {
+			return fastOr(raw, p, (*scanner).logs)
+		}
+	case *[]rpcReceipt:
+		if *p == nil {
+			return fastOr(raw, p, (*scanner).receipts)
+		}
+	case **rpcReceipt:
+		if *p == nil {
+			return fastOr(raw, p, (*scanner).receiptOrNull)
+		}
+	}
+	return json.Unmarshal(raw, result)
+}
+
+// fastOr decodes raw into p with parse, if parse takes all of it, or else
+// with json.Unmarshal.
+func fastOr[T any](raw []byte, p *T, parse func(*scanner) (T, bool)) error {
+	s := scanner{b: raw}
+	s.space()
+	if v, ok := parse(&s); ok {
+		if s.space(); s.i == len(s.b) {
+			*p = v
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, p)
+}
+
+// maxDepth is how deeply values the scanner skips may nest, encoding/json's
+// own limit: deeper is left to it, to refuse.
+const maxDepth = 10000
+
+// scanner reads JSON from b at i. Each method returns false on anything it
+// does not take, and its caller then gives up the whole value. Decoded
+// topics and data are cut from shared blocks, a few allocations a reply.
+type scanner struct {
+	b      []byte
+	i      int
+	hashes []common.Hash
+	data   []byte
+}
+
+// Blocks of decoded topics and data: a dense reply's logs share a few.
+const (
+	hashBlock = 512
+	dataBlock = 32 << 10
+)
+
+// removed's two values: a log's Removed points at one, as it would at a
+// bool of its own; nothing writes through it.
+var removedTrue, removedFalse = true, false
+
+func (s *scanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek is the next byte, 0 at the end.
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// take reads c, if it is next.
+func (s *scanner) take(c byte) bool {
+	if s.peek() == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// word reads w, if it is next (true, false, null). What follows is checked
+// by the caller, which wants a comma, a bracket or the end.
+func (s *scanner) word(w string) bool {
+	if len(s.b)-s.i >= len(w) && string(s.b[s.i:s.i+len(w)]) == w {
+		s.i += len(w)
+		return true
+	}
+	return false
+}
+
+// plain reads a string with no escapes and no control characters, and
+// returns what is between its quotes.
+func (s *scanner) plain() ([]byte, bool) {
+	if !s.take('"') {
+		return nil, false
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			return s.b[start : s.i-1], true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+		s.i++
+	}
+	return nil, false
+}
+
+// hexDigits reads a plain string that starts 0x or 0X and returns the rest.
+func (s *scanner) hexDigits() ([]byte, bool) {
+	v, ok := s.plain()
+	if !ok || len(v) < 2 || v[0] != '0' || (v[1] != 'x' && v[1] != 'X') {
+		return nil, false
+	}
+	return v[2:], true
+}
+
+// fixed reads a hex string of exactly len(out) bytes into out
+// (hexutil.UnmarshalFixedJSON).
+func (s *scanner) fixed(out []byte) bool {
+	d, ok := s.hexDigits()
+	if !ok || len(d) != 2*len(out) {
+		return false
+	}
+	_, err := hex.Decode(out, d)
+	return err == nil
+}
+
+// bytes reads a hex string of any even length (hexutil.Bytes).
+func (s *scanner) bytes() ([]byte, bool) {
+	d, ok := s.hexDigits()
+	if !ok || len(d)%2 != 0 {
+		return nil, false
+	}
+	n := len(d) / 2
+	var out []byte
+	switch {
+	case n == 0:
+		return []byte{}, true // present, and empty: not nil
+	case n > dataBlock/4:
+		out = make([]byte, n)
+	default:
+		if cap(s.data)-len(s.data) < n {
+			s.data = make([]byte, 0, dataBlock)
+		}
+		l := len(s.data)
+		s.data = s.data[:l+n]
+		out = s.data[l : l+n : l+n]
+	}
+	if _, err := hex.Decode(out, d); err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// quantity reads a hex quantity of at most 64 bits (hexutil.Uint64): no
+// leading zero, at least one digit.
+func (s *scanner) quantity() (uint64, bool) {
+	d, ok := s.hexDigits()
+	if !ok || len(d) == 0 || len(d) > 16 || (len(d) > 1 && d[0] == '0') {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range d {
+		var n byte
+		switch {
+		case c >= '0' && c <= '9':
+			n = c - '0'
+		case c >= 'a' && c <= 'f':
+			n = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			n = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint64(n)
+	}
+	return v, true
+}
+
+// uintQuantity reads a quantity that fits a uint (hexutil.Uint).
+func (s *scanner) uintQuantity() (uint, bool) {
+	v, ok := s.quantity()
+	return uint(v), ok && uint64(uint(v)) == v
+}
+
+// topics reads an array of hashes.
+func (s *scanner) topics() ([]common.Hash, bool) {
+	if !s.take('[') {
+		return nil, false
+	}
+	var buf [4]common.Hash
+	got := buf[:0]
+	s.space()
+	if !s.take(']') {
+		for {
+			s.space()
+			var h common.Hash
+			if !s.fixed(h[:]) {
+				return nil, false
+			}
+			got = append(got, h)
+			s.space()
+			if s.take(']') {
+				break
+			}
+			if !s.take(',') {
+				return nil, false
+			}
+		}
+	}
+	n := len(got)
+	if n == 0 {
+		return []common.Hash{}, true // present, and empty: not nil
+	}
+	if cap(s.hashes)-len(s.hashes) < n {
+		s.hashes = make([]common.Hash, 0, max(hashBlock, n))
+	}
+	l := len(s.hashes)
+	s.hashes = s.hashes[:l+n]
+	out := s.hashes[l : l+n : l+n]
+	copy(out, got)
+	return out, true
+}
+
+// object reads an object, handing each member's key to field, which reads
+// its value.
+func (s *scanner) object(field func(key []byte) bool) bool {
+	if !s.take('{') {
+		return false
+	}
+	s.space()
+	if s.take('}') {
+		return true
+	}
+	for {
+		s.space()
+		key, ok := s.plain()
+		if !ok {
+			return false
+		}
+		s.space()
+		if !s.take(':') {
+			return false
+		}
+		s.space()
+		if !field(key) {
+			return false
+		}
+		s.space()
+		if s.take('}') {
+			return true
+		}
+		if !s.take(',') {
+			return false
+		}
+	}
+}
+
+// array reads an array of objects, each read by elem, which is handed the
+// element's index after growing the array to hold it; null is nil, [] an
+// empty array, as encoding/json makes them.
+func array[T any](s *scanner, elem func(*T) bool) ([]T, bool) {
+	if s.word("null") {
+		return nil, true
+	}
+	if !s.take('[') {
+		return nil, false
+	}
+	out := []T{}
+	s.space()
+	if s.take(']') {
+		return out, true
+	}
+	for {
+		s.space()
+		var zero T
+		out = append(out, zero)
+		if !elem(&out[len(out)-1]) {
+			return nil, false
+		}
+		s.space()
+		if s.take(']') {
+			return out, true
+		}
+		if !s.take(',') {
+			return nil, false
+		}
+	}
+}
+
+// other reads the value of a key the caller does not want, unless
+// encoding/json would take the key for one it does (keys match whatever
+// their case, and non-ASCII letters fold to ASCII ones).
+func (s *scanner) other(key []byte, wanted []string) bool {
+	for _, c := range key {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	for _, w := range wanted {
+		if foldEqual(key, w) {
+			return false
+		}
+	}
+	return s.skip(0)
+}
+
+// foldEqual says whether key and w are equal whatever the case of their
+// ASCII letters.
+func foldEqual(key []byte, w string) bool {
+	if len(key) != len(w) {
+		return false
+	}
+	for i := range key {
+		a, b := key[i], w[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// skip reads any one JSON value, checking it is well formed.
+func (s *scanner) skip(depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch s.peek() {
+	case '"':
+		return s.skipString()
+	case '{':
+		return s.object(func([]byte) bool { return s.skip(depth + 1) })
+	case '[':
+		s.i++
+		s.space()
+		if s.take(']') {
+			return true
+		}
+		for {
+			s.space()
+			if !s.skip(depth + 1) {
+				return false
+			}
+			s.space()
+			if s.take(']') {
+				return true
+			}
+			if !s.take(',') {
+				return false
+			}
+		}
+	case 't':
+		return s.word("true")
+	case 'f':
+		return s.word("false")
+	case 'n':
+		return s.word("null")
+	default:
+		return s.number()
+	}
+}
+
+// skipString reads a string, escapes included.
+func (s *scanner) skipString() bool {
+	s.i++ // '"'
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		s.i++
+		switch {
+		case c == '"':
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if s.i >= len(s.b) {
+				return false
+			}
+			e := s.b[s.i]
+			s.i++
+			switch e {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(s.b)-s.i < 4 {
+					return false
+				}
+				if _, err := hex.DecodeString(string(s.b[s.i : s.i+4])); err != nil {
+					return false
+				}
+				s.i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// number reads a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() bool {
+	s.take('-')
+	switch c := s.peek(); {
+	case c == '0':
+		s.i++
+	case c >= '1' && c <= '9':
+		s.digits()
+	default:
+		return false
+	}
+	if s.take('.') && !s.digits() {
+		return false
+	}
+	if s.take('e') || s.take('E') {
+		if !s.take('+') {
+			s.take('-')
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// digits reads one or more decimal digits.
+func (s *scanner) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
+}
+
+// The keys of a log and of a receipt, as rpcLog and rpcReceipt spell them.
+var (
+	logKeys     = []string{"address", "topics", "data", "blockNumber", "transactionHash", "transactionIndex", "blockHash", "logIndex", "removed"}
+	receiptKeys = []string{"transactionHash", "blockHash", "status", "logs"}
+)
+
+// logs reads an eth_getLogs result, or a receipt's logs.
+func (s *scanner) logs() ([]rpcLog, bool) {
+	return array(s, s.log)
+}
+
+// log reads one log as rpcLog's decoder does: null leaves an optional
+// field absent, and a key given twice takes its last value.
+func (s *scanner) log(l *rpcLog) bool {
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "address", "topics", "data", "blockNumber", "transactionHash", "blockHash", "transactionIndex", "logIndex", "removed":
+		default:
+			return s.other(key, logKeys)
+		}
+		null := s.word("null")
+		ok := true
+		switch string(key) {
+		case "address":
+			l.Address = optAddress{}
+			if !null {
+				l.Address.set, ok = true, s.fixed(l.Address.v[:])
+			}
+		case "topics":
+			l.Topics = nil
+			if !null {
+				l.Topics, ok = s.topics()
+			}
+		case "data":
+			l.Data = optBytes{}
+			if !null {
+				l.Data.set = true
+				l.Data.v, ok = s.bytes()
+			}
+		case "blockNumber":
+			l.BlockNumber = optUint64{}
+			if !null {
+				var v uint64
+				v, ok = s.quantity()
+				l.BlockNumber = optUint64{v: hexutil.Uint64(v), set: true}
+			}
+		case "transactionHash":
+			l.TxHash = optHash{}
+			if !null {
+				l.TxHash.set, ok = true, s.fixed(l.TxHash.v[:])
+			}
+		case "blockHash":
+			l.BlockHash = optHash{}
+			if !null {
+				l.BlockHash.set, ok = true, s.fixed(l.BlockHash.v[:])
+			}
+		case "transactionIndex":
+			l.TxIndex = optUint{}
+			if !null {
+				var v uint
+				v, ok = s.uintQuantity()
+				l.TxIndex = optUint{v: hexutil.Uint(v), set: true}
+			}
+		case "logIndex":
+			l.Index = optUint{}
+			if !null {
+				var v uint
+				v, ok = s.uintQuantity()
+				l.Index = optUint{v: hexutil.Uint(v), set: true}
+			}
+		case "removed":
+			switch {
+			case null:
+				l.Removed = nil
+			case s.word("true"):
+				l.Removed = &removedTrue
+			case s.word("false"):
+				l.Removed = &removedFalse
+			default:
+				ok = false
+			}
+		}
+		return ok
+	})
+}
+
+// receipts reads an eth_getBlockReceipts result.
+func (s *scanner) receipts() ([]rpcReceipt, bool) {
+	return array(s, s.receipt)
+}
+
+// receiptOrNull reads an eth_getTransactionReceipt result: null for a
+// transaction the node does not know.
+func (s *scanner) receiptOrNull() (*rpcReceipt, bool) {
+	if s.word("null") {
+		return nil, true
+	}
+	r := new(rpcReceipt)
+	return r, s.receipt(r)
+}
+
+// receipt reads one receipt as rpcReceipt's decoder does: null leaves a
+// field nil, and a key given twice takes its last value.
+func (s *scanner) receipt(r *rpcReceipt) bool {
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "transactionHash", "blockHash", "status", "logs":
+		default:
+			return s.other(key, receiptKeys)
+		}
+		null := s.word("null")
+		ok := true
+		switch string(key) {
+		case "transactionHash":
+			r.TxHash = nil
+			if !null {
+				r.TxHash = new(common.Hash)
+				ok = s.fixed(r.TxHash[:])
+			}
+		case "blockHash":
+			r.BlockHash = nil
+			if !null {
+				r.BlockHash = new(common.Hash)
+				ok = s.fixed(r.BlockHash[:])
+			}
+		case "status":
+			r.Status = nil
+			if !null {
+				var v uint64
+				v, ok = s.quantity()
+				r.Status = (*hexutil.Uint64)(&v)
+			}
+		case "logs":
+			r.Logs = nil
+			if !null {
+				r.Logs, ok = s.logs()
+			}
+		}
+		return ok
+	})
+}

@@ -1,0 +1,101 @@
+package chain
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// geth's eth_getLogs and receipts replies, small: the shapes the scanner is
+// for.
+const (
+	logsDoc = `[{"address":"0x537e697c7ab75a26f9ecf0ce810e3154dfcaaf44","topics":["0xb0a5e1b1d41cc8f95b1ca66e9e0a5fd0d25ed1ae3a30a4f5e8c4e0bb53a8e1d8",` +
+		`"0x000000000000000000000000000000000000000000000000000000000000ba7c","0x0000000000000000000000000000000000000000000000000000000000000007"],` +
+		`"data":"0x00000000000000000000000000000000000000000000000000000000000000010000000000000000000000000000000000000000000000000000000065a4f3c0",` +
+		`"blockNumber":"0x10","transactionHash":"0x00000000000000000000000000000000000000000000000000000000000000a1","transactionIndex":"0x0",` +
+		`"blockHash":"0x000000000000000000000000000000000000000000000000000000000000b10c","logIndex":"0x1","removed":false}]`
+	receiptsDoc = `[{"blockHash":"0x000000000000000000000000000000000000000000000000000000000000b10c","blockNumber":"0x10","contractAddress":null,` +
+		`"cumulativeGasUsed":"0x5208","effectiveGasPrice":"0x3b9aca07","from":"0x0000000000000000000000000000000000000f00","gasUsed":"0x5208",` +
+		`"logs":` + logsDoc + `,"logsBloom":"0x00","status":"0x1","to":"0x000000000000000000000000000000000000ba7c",` +
+		`"transactionHash":"0x00000000000000000000000000000000000000000000000000000000000000a1","transactionIndex":"0x0","type":"0x2",` +
+		`"blobGasUsed":"0x0","nested":{"a":[1,-2.5e+3,true,null,"\u00e9\n"]}}]`
+)
+
+// TestNodeRepliesTakeTheFastPath: the replies nodes send are read by the
+// scanner itself, not handed on to encoding/json (which would be correct,
+// only slow), and give what encoding/json gives.
+func TestNodeRepliesTakeTheFastPath(t *testing.T) {
+	t.Parallel()
+	spaced := strings.NewReplacer(",", " ,\n\t", ":", " : ", "[", "[ ", "{", "{\r\n").Replace(logsDoc)
+	for _, tt := range []struct {
+		name string
+		doc  string
+		read func(*scanner) (any, bool)
+		want func() any
+	}{
+		{"logs", logsDoc, func(s *scanner) (any, bool) { return s.logs() }, func() any { return new([]rpcLog) }},
+		{"logs, spaced", spaced, func(s *scanner) (any, bool) { return s.logs() }, func() any { return new([]rpcLog) }},
+		{"no logs", `[]`, func(s *scanner) (any, bool) { return s.logs() }, func() any { return new([]rpcLog) }},
+		{"null logs", `null`, func(s *scanner) (any, bool) { return s.logs() }, func() any { return new([]rpcLog) }},
+		{"block receipts", receiptsDoc, func(s *scanner) (any, bool) { return s.receipts() }, func() any { return new([]rpcReceipt) }},
+		{"a receipt", receiptsDoc[1 : len(receiptsDoc)-1], func(s *scanner) (any, bool) { return s.receiptOrNull() }, func() any { return new(*rpcReceipt) }},
+		{"no receipt", `null`, func(s *scanner) (any, bool) { return s.receiptOrNull() }, func() any { return new(*rpcReceipt) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := scanner{b: []byte(tt.doc)}
+			got, ok := tt.read(&s)
+			if !ok || s.i != len(s.b) {
+				t.Fatalf("the scanner gave up at byte %d of %s", s.i, tt.doc)
+			}
+			want := tt.want()
+			if err := json.Unmarshal([]byte(tt.doc), want); err != nil {
+				t.Fatal(err)
+			}
+			if w := reflect.ValueOf(want).Elem().Interface(); !reflect.DeepEqual(got, w) {
+				t.Fatalf("scanned %+v, encoding/json %+v", got, w)
+			}
+		})
+	}
+}
+
+// FuzzFastDecodeIsUnmarshal: whatever a node sends as a result of logs or
+// receipts, decodeResult gives what json.Unmarshal gives, error or value.
+func FuzzFastDecodeIsUnmarshal(f *testing.F) {
+	const hash = `"0x0400000000000000000000000000000000000000000000000000000000000000"`
+	for _, seed := range []string{
+		logsDoc, receiptsDoc, receiptsDoc[1 : len(receiptsDoc)-1], `null`, `[]`, `[null]`, `{}`, ` [ ] `, `[{}]`,
+		`[{"address":null,"topics":null,"data":null,"blockNumber":null,"logIndex":null,"removed":null}]`,
+		`[{"Address":"0x0100000000000000000000000000000000000000"}]`,
+		`[{"addreſs":"0x0100000000000000000000000000000000000000"}]`,
+		`[{"\u0061ddress":"0x0100000000000000000000000000000000000000"}]`,
+		`[{"address":"0X0100000000000000000000000000000000000ABC","data":"0X0aFF","logIndex":"0XfF"}]`,
+		`[{"data":"","blockNumber":""}]`,
+		`[{"data":"0xa"}]`, `[{"data":"0xzz"}]`, `[{"data":7}]`,
+		`[{"logIndex":"0x01"}]`, `[{"logIndex":"0x"}]`, `[{"blockNumber":"0x10000000000000000"}]`, `[{"blockNumber":"0xffffffffffffffff"}]`,
+		`[{"topics":[` + hash + `,` + hash + `,` + hash + `,` + hash + `,` + hash + `]}]`, `[{"topics":[null]}]`, `[{"topics":[]}]`,
+		`[{"transactionHash":` + hash + `,"transactionHash":null}]`, `[{"removed":true,"removed":"false"}]`,
+		`[{"status":"0x1","status":null,"logs":null,"transactionHash":` + hash + `}]`,
+		`[{"x":[[[{"y":{}}]]],"z":-0.0e-0}]`, `[{"x":01}]`, `[{"x":1.}]`, `[{"x":"\x"}]`, `[{"x":tru}]`, `[1]`, `[{},]`, `[{"a" 1}]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		same(t, doc, new([]rpcLog), new([]rpcLog))
+		same(t, doc, new([]rpcReceipt), new([]rpcReceipt))
+		same(t, doc, new(*rpcReceipt), new(*rpcReceipt))
+	})
+}
+
+// same decodes doc into fast with decodeResult and into slow with
+// json.Unmarshal, and fails unless both give the same.
+func same(t *testing.T, doc []byte, fast, slow any) {
+	t.Helper()
+	ferr, serr := decodeResult(doc, fast), json.Unmarshal(doc, slow)
+	if (ferr == nil) != (serr == nil) || (ferr != nil && ferr.Error() != serr.Error()) {
+		t.Fatalf("%T from %q: decodeResult says %v, json.Unmarshal %v", fast, doc, ferr, serr)
+	}
+	if ferr == nil && !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%T from %q: decodeResult gives %+v, json.Unmarshal %+v", fast, doc, reflect.ValueOf(fast).Elem(), reflect.ValueOf(slow).Elem())
+	}
+}
