@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // decodeResult decodes one reply's result, raw, into result, as
@@ -34,6 +35,72 @@ func decodeResult(raw []byte, result any) error {
 		}
 	}
 	return json.Unmarshal(raw, result)
+}
+
+// streamResult reads one reply's result from dec into result, as
+// decodeResult does, and returns the result's decoding error and, apart,
+// the reader's (JSON not well formed, a failed read), which fails the
+// whole reply. An array of logs or receipts is read element by element:
+// the decoder's buffer holds the largest element (a log, or one
+// transaction's receipt) rather than the result, which for a block of
+// thousands of burns is megabytes, several replies at once. encoding/json
+// decodes an array element by element too, so an element the scanner
+// leaves to it decodes as it would have there.
+func streamResult(dec *jsontext.Decoder, result any) (decodeErr, readErr error) {
+	if dec.PeekKind() == '[' {
+		switch p := result.(type) {
+		case *[]rpcLog:
+			if *p == nil {
+				return streamArray(dec, p, (*scanner).log)
+			}
+		case *[]rpcReceipt:
+			if *p == nil {
+				return streamArray(dec, p, (*scanner).receipt)
+			}
+		}
+	}
+	v, err := dec.ReadValue()
+	if err != nil {
+		return nil, err
+	}
+	return decodeResult(v, result), nil
+}
+
+// streamArray reads an array (its '[' next in dec) into *p, each element
+// with parse or, where parse gives up, with json.Unmarshal; the error is
+// the first element's that has one, the rest decoded all the same, as
+// json.Unmarshal of the array does.
+func streamArray[T any](dec *jsontext.Decoder, p *[]T, parse func(*scanner, *T) bool) (decodeErr, readErr error) {
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	out := []T{}
+	var s scanner // one for all elements: its blocks of topics and data are shared
+	for dec.PeekKind() != ']' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		var zero T
+		out = append(out, zero)
+		e := &out[len(out)-1]
+		s.b, s.i = v, 0
+		s.space()
+		if parse(&s, e) {
+			if s.space(); s.i == len(s.b) {
+				continue
+			}
+		}
+		*e = zero
+		if err := json.Unmarshal(v, e); err != nil && decodeErr == nil {
+			decodeErr = err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // ']'
+		return nil, err
+	}
+	*p = out
+	return decodeErr, nil
 }
 
 // fastOr decodes raw into p with parse, if parse takes all of it, or else

@@ -1,10 +1,14 @@
 package chain
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ethereum/go-ethereum/rpc"
 )
 
 // geth's eth_getLogs and receipts replies, small: the shapes the scanner is
@@ -81,21 +85,73 @@ func FuzzFastDecodeIsUnmarshal(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		same(t, doc, new([]rpcLog), new([]rpcLog))
-		same(t, doc, new([]rpcReceipt), new([]rpcReceipt))
-		same(t, doc, new(*rpcReceipt), new(*rpcReceipt))
+		same(t, doc, func() any { return new([]rpcLog) })
+		same(t, doc, func() any { return new([]rpcReceipt) })
+		same(t, doc, func() any { return new(*rpcReceipt) })
 	})
 }
 
-// same decodes doc into fast with decodeResult and into slow with
-// json.Unmarshal, and fails unless both give the same.
-func same(t *testing.T, doc []byte, fast, slow any) {
+// same decodes doc with json.Unmarshal, with decodeResult, and, streamed,
+// as the result of a reply (decodeCall), each into a new value of the
+// type fresh makes, and fails unless all give the same.
+func same(t *testing.T, doc []byte, fresh func() any) {
 	t.Helper()
-	ferr, serr := decodeResult(doc, fast), json.Unmarshal(doc, slow)
-	if (ferr == nil) != (serr == nil) || (ferr != nil && ferr.Error() != serr.Error()) {
-		t.Fatalf("%T from %q: decodeResult says %v, json.Unmarshal %v", fast, doc, ferr, serr)
+	want := fresh()
+	werr := json.Unmarshal(doc, want)
+	check := func(how string, got any, err error) {
+		t.Helper()
+		if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
+			t.Fatalf("%T from %q: %s says %v, json.Unmarshal %v", got, doc, how, err, werr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%T from %q: %s gives %+v, json.Unmarshal %+v", got, doc, how, reflect.ValueOf(got).Elem(), reflect.ValueOf(want).Elem())
+		}
 	}
-	if ferr == nil && !reflect.DeepEqual(fast, slow) {
-		t.Fatalf("%T from %q: decodeResult gives %+v, json.Unmarshal %+v", fast, doc, reflect.ValueOf(fast).Elem(), reflect.ValueOf(slow).Elem())
+	got := fresh()
+	check("decodeResult", got, decodeResult(doc, got))
+	if !json.Valid(doc) {
+		return // not a reply's result: the reply would fail whole
 	}
+	got = fresh()
+	el := rpc.BatchElem{Result: got}
+	reply := append(append([]byte(`{"jsonrpc":"2.0","id":1,"result":`), doc...), '}')
+	if err := decodeCall(bytes.NewReader(reply), &el); err != nil {
+		t.Fatalf("%T from %q: decodeCall failed the reply: %v", got, doc, err)
+	}
+	check("the reply streamed", got, el.Error)
+}
+
+// FuzzReplyErrorIsUnmarshal: a reply's error, its data streamed, is what
+// json.Unmarshal into a replyError gives, as far as classify reads it.
+func FuzzReplyErrorIsUnmarshal(f *testing.F) {
+	for _, seed := range []string{
+		`{"code":-32005,"message":"limit exceeded","data":{"from":"0x1","to":"0x2","rate":{"backoff_seconds":1.5}}}`,
+		`{"code":-32000,"message":"header not found","data":[{},{}]}`, `{"data":"x","Data":null,"CODE":3,"meſſage":"m"}`,
+		`{"code":1,"data":5}`, `{"code":"x"}`, `null`, `"oops"`, `{}`, `{"message":"\u00e9","data":"` + strings.Repeat("d", 5000) + `"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if !json.Valid(doc) {
+			return
+		}
+		want := new(replyError)
+		werr := json.Unmarshal(doc, want)
+		el := rpc.BatchElem{Result: new(string)}
+		reply := append(append([]byte(`{"jsonrpc":"2.0","id":1,"error":`), doc...), '}')
+		err := decodeCall(bytes.NewReader(reply), &el)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: decodeCall says %v, json.Unmarshal %v", doc, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		var got *replyError
+		if !errors.As(el.Error, &got) {
+			t.Fatalf("%q: the call's error is %v", doc, el.Error)
+		}
+		if got.Code != want.Code || got.Message != want.Message || !reflect.DeepEqual(got.ErrorData(), want.ErrorData()) {
+			t.Fatalf("%q: read %d %q %#v, json.Unmarshal %d %q %#v", doc, got.Code, got.Message, got.ErrorData(), want.Code, want.Message, want.ErrorData())
+		}
+	})
 }

@@ -216,6 +216,21 @@ func readReply(dec *jsontext.Decoder, elems []rpc.BatchElem, base int64, answere
 			return rep, err
 		}
 		key := tok.String()
+		if key == "error" {
+			if rep.err, err = readError(dec); err != nil {
+				return rep, err
+			}
+			continue
+		}
+		if key == "result" && rep.index >= 0 {
+			// Streamed: a dense result is read element by element, so the
+			// decoder holds one element, never the whole result.
+			rep.result = true
+			if rep.decodeErr, err = streamResult(dec, elems[rep.index].Result); err != nil {
+				return rep, err
+			}
+			continue
+		}
 		// A token or value is the decoder's until its next read: each is
 		// read, decoded or copied before then.
 		v, err := dec.ReadValue()
@@ -230,18 +245,9 @@ func readReply(dec *jsontext.Decoder, elems []rpc.BatchElem, base int64, answere
 					rep.index = -1 // a repeat: the first reply stands
 				}
 			}
-		case "result":
+		case "result": // before the id, which names its element
 			rep.result = true
-			if rep.index >= 0 {
-				rep.decodeErr = decodeResult(v, elems[rep.index].Result)
-				continue
-			}
 			pending = bytes.Clone(v)
-		case "error":
-			rep.err = new(replyError)
-			if err := json.Unmarshal(v, rep.err); err != nil {
-				return rep, err
-			}
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil { // '}'
@@ -251,6 +257,69 @@ func readReply(dec *jsontext.Decoder, elems []rpc.BatchElem, base int64, answere
 		rep.decodeErr = decodeResult(pending, elems[rep.index].Result)
 	}
 	return rep, nil
+}
+
+// readError reads a reply's error from dec as json.Unmarshal into a
+// replyError would, but its data streamed: data that classify does not
+// read (an array, a number) is skipped without being held, so that no
+// data inside the reply cap makes the decoder buffer it whole (7 MiB of
+// [{},{},…] cost over four times the reply: TestErrorDataIsReadBounded).
+func readError(dec *jsontext.Decoder) (*replyError, error) {
+	e := new(replyError)
+	if dec.PeekKind() != '{' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		return e, json.Unmarshal(v, e)
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	// The members but data, for json.Unmarshal; data's last value.
+	rest, data := []byte{'{'}, json.RawMessage(nil)
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		key := tok.String()
+		if foldEqual([]byte(key), "data") {
+			data = nil
+			switch dec.PeekKind() {
+			case '"', '{':
+				v, err := dec.ReadValue()
+				if err != nil {
+					return nil, err
+				}
+				data = bytes.Clone(v)
+			default: // null, or of no use to classify (boundedData)
+				if err := dec.SkipValue(); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		if len(rest) > 1 {
+			rest = append(rest, ',')
+		}
+		rest, _ = jsontext.AppendQuote(rest, key)
+		rest = append(append(rest, ':'), v...)
+	}
+	if _, err := dec.ReadToken(); err != nil { // '}'
+		return nil, err
+	}
+	if err := json.Unmarshal(append(rest, '}'), e); err != nil {
+		return e, err
+	}
+	if data != nil {
+		e.Data = &errorData{v: boundedData(data)}
+	}
+	return e, nil
 }
 
 // elementOf is the element an id names: an integer in [base, base+n),
