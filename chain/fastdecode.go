@@ -546,73 +546,76 @@ func (s *scanner) log(l *rpcLog) bool {
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "address", "topics", "data", "blockNumber", "transactionHash", "blockHash", "transactionIndex", "logIndex", "removed":
-		default:
-			return s.other(key, logKeys)
+			return s.logField(l, key, s.word("null"))
 		}
-		null := s.word("null")
-		ok := true
-		switch string(key) {
-		case "address":
-			l.Address = optAddress{}
-			if !null {
-				l.Address.set, ok = true, s.fixed(l.Address.v[:])
-			}
-		case "topics":
-			l.Topics = nil
-			if !null {
-				l.Topics, ok = s.topics()
-			}
-		case "data":
-			l.Data = optBytes{}
-			if !null {
-				l.Data.set = true
-				l.Data.v, ok = s.bytes()
-			}
-		case "blockNumber":
-			l.BlockNumber = optUint64{}
-			if !null {
-				var v uint64
-				v, ok = s.quantity()
-				l.BlockNumber = optUint64{v: hexutil.Uint64(v), set: true}
-			}
-		case "transactionHash":
-			l.TxHash = optHash{}
-			if !null {
-				l.TxHash.set, ok = true, s.fixed(l.TxHash.v[:])
-			}
-		case "blockHash":
-			l.BlockHash = optHash{}
-			if !null {
-				l.BlockHash.set, ok = true, s.fixed(l.BlockHash.v[:])
-			}
-		case "transactionIndex":
-			l.TxIndex = optUint{}
-			if !null {
-				var v uint
-				v, ok = s.uintQuantity()
-				l.TxIndex = optUint{v: hexutil.Uint(v), set: true}
-			}
-		case "logIndex":
-			l.Index = optUint{}
-			if !null {
-				var v uint
-				v, ok = s.uintQuantity()
-				l.Index = optUint{v: hexutil.Uint(v), set: true}
-			}
-		case "removed":
-			switch {
-			case null:
-				l.Removed = nil
-			case s.word("true"):
-				l.Removed = &removedTrue
-			case s.word("false"):
-				l.Removed = &removedFalse
-			default:
-				ok = false
-			}
-		}
-		return ok
+		return s.other(key, logKeys)
 	})
+}
+
+// logField reads the value of l's field key, null or not.
+func (s *scanner) logField(l *rpcLog, key []byte, null bool) bool {
+	ok := true
+	switch string(key) {
+	case "address":
+		l.Address = optAddress{}
+		if !null {
+			l.Address.set, ok = true, s.fixed(l.Address.v[:])
+		}
+	case "topics":
+		l.Topics = nil
+		if !null {
+			l.Topics, ok = s.topics()
+		}
+	case "data":
+		l.Data = optBytes{}
+		if !null {
+			l.Data.set = true
+			l.Data.v, ok = s.bytes()
+		}
+	case "blockNumber":
+		l.BlockNumber = optUint64{}
+		if !null {
+			var v uint64
+			v, ok = s.quantity()
+			l.BlockNumber = optUint64{v: hexutil.Uint64(v), set: true}
+		}
+	case "transactionHash":
+		l.TxHash = optHash{}
+		if !null {
+			l.TxHash.set, ok = true, s.fixed(l.TxHash.v[:])
+		}
+	case "blockHash":
+		l.BlockHash = optHash{}
+		if !null {
+			l.BlockHash.set, ok = true, s.fixed(l.BlockHash.v[:])
+		}
+	case "transactionIndex":
+		l.TxIndex = optUint{}
+		if !null {
+			var v uint
+			v, ok = s.uintQuantity()
+			l.TxIndex = optUint{v: hexutil.Uint(v), set: true}
+		}
+	case "logIndex":
+		l.Index = optUint{}
+		if !null {
+			var v uint
+			v, ok = s.uintQuantity()
+			l.Index = optUint{v: hexutil.Uint(v), set: true}
+		}
+	case "removed":
+		switch {
+		case null:
+			l.Removed = nil
+		case s.word("true"):
+			l.Removed = &removedTrue
+		case s.word("false"):
+			l.Removed = &removedFalse
+		default:
+			ok = false
+		}
+	}
+	return ok
 }
 
 // receipts reads an eth_getBlockReceipts result.

@@ -47,6 +47,7 @@ func TestNodeRepliesTakeTheFastPath(t *testing.T) {
 		{"no receipt", `null`, func(s *scanner) (any, bool) { return s.receiptOrNull() }, func() any { return new(*rpcReceipt) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			s := scanner{b: []byte(tt.doc)}
 			got, ok := tt.read(&s)
 			if !ok || s.i != len(s.b) {

@@ -239,12 +239,7 @@ func readReply(dec *jsontext.Decoder, elems []rpc.BatchElem, base int64, answere
 		}
 		switch key {
 		case "id":
-			if answered != nil {
-				rep.index = elementOf(json.RawMessage(v), base, len(answered))
-				if rep.index >= 0 && answered[rep.index] {
-					rep.index = -1 // a repeat: the first reply stands
-				}
-			}
+			rep.takeID(v, base, answered)
 		case "result": // before the id, which names its element
 			rep.result = true
 			pending = bytes.Clone(v)
@@ -257,6 +252,18 @@ func readReply(dec *jsontext.Decoder, elems []rpc.BatchElem, base int64, answere
 		rep.decodeErr = decodeResult(pending, elems[rep.index].Result)
 	}
 	return rep, nil
+}
+
+// takeID takes the element the reply's id names (readReply): with
+// answered nil (a lone call) none.
+func (rep *reply) takeID(id []byte, base int64, answered []bool) {
+	if answered == nil {
+		return
+	}
+	rep.index = elementOf(id, base, len(answered))
+	if rep.index >= 0 && answered[rep.index] {
+		rep.index = -1 // a repeat: the first reply stands
+	}
 }
 
 // readError reads a reply's error from dec as json.Unmarshal into a
