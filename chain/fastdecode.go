@@ -580,29 +580,13 @@ func (s *scanner) logField(l *rpcLog, key []byte, null bool) bool {
 			l.BlockNumber = optUint64{v: hexutil.Uint64(v), set: true}
 		}
 	case "transactionHash":
-		l.TxHash = optHash{}
-		if !null {
-			l.TxHash.set, ok = true, s.fixed(l.TxHash.v[:])
-		}
+		ok = s.optHash(&l.TxHash, null)
 	case "blockHash":
-		l.BlockHash = optHash{}
-		if !null {
-			l.BlockHash.set, ok = true, s.fixed(l.BlockHash.v[:])
-		}
+		ok = s.optHash(&l.BlockHash, null)
 	case "transactionIndex":
-		l.TxIndex = optUint{}
-		if !null {
-			var v uint
-			v, ok = s.uintQuantity()
-			l.TxIndex = optUint{v: hexutil.Uint(v), set: true}
-		}
+		ok = s.optUint(&l.TxIndex, null)
 	case "logIndex":
-		l.Index = optUint{}
-		if !null {
-			var v uint
-			v, ok = s.uintQuantity()
-			l.Index = optUint{v: hexutil.Uint(v), set: true}
-		}
+		ok = s.optUint(&l.Index, null)
 	case "removed":
 		switch {
 		case null:
@@ -615,6 +599,28 @@ func (s *scanner) logField(l *rpcLog, key []byte, null bool) bool {
 			ok = false
 		}
 	}
+	return ok
+}
+
+// optHash reads a hash into f, which null leaves absent.
+func (s *scanner) optHash(f *optHash, null bool) bool {
+	*f = optHash{}
+	if null {
+		return true
+	}
+	f.set = true
+	return s.fixed(f.v[:])
+}
+
+// optUint reads a quantity that fits a uint into f, which null leaves
+// absent.
+func (s *scanner) optUint(f *optUint, null bool) bool {
+	*f = optUint{}
+	if null {
+		return true
+	}
+	v, ok := s.uintQuantity()
+	*f = optUint{v: hexutil.Uint(v), set: true}
 	return ok
 }
 
