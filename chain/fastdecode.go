@@ -17,8 +17,9 @@ import (
 // scanner takes only what it is sure of: plain JSON, keys spelled as
 // nodes spell them, values of the types the fields want. Anything else (a
 // key in other case, an escaped string, a value encoding/json would refuse
-// or read leniently) is left to encoding/json, which then decides, so the
-// result is always what json.Unmarshal gives (FuzzFastDecodeIsUnmarshal).
+// or read leniently, a key given twice where encoding/json would merge the
+// two values) is left to encoding/json, which then decides, so the result
+// is always what json.Unmarshal gives (FuzzFastDecodeIsUnmarshal).
 func decodeResult(raw []byte, result any) error {
 	switch p := result.(type) {
 	case *[]rpcLog:
@@ -38,7 +39,8 @@ func decodeResult(raw []byte, result any) error {
 }
 
 // streamResult reads one reply's result from dec into result, as
-// decodeResult does, and returns the result's decoding error and, apart,
+// decodeResult does (but for which error names a refused array:
+// streamArray), and returns the result's decoding error and, apart,
 // the reader's (JSON not well formed, a failed read), which fails the
 // whole reply. An array of logs or receipts is read element by element:
 // the decoder's buffer holds the largest element (a log, or one
@@ -67,9 +69,12 @@ func streamResult(dec *jsontext.Decoder, result any) (decodeErr, readErr error) 
 }
 
 // streamArray reads an array (its '[' next in dec) into *p, each element
-// with parse or, where parse gives up, with json.Unmarshal; the error is
-// the first element's that has one, the rest decoded all the same, as
-// json.Unmarshal of the array does.
+// with parse or, where parse gives up, with json.Unmarshal. An array that
+// json.Unmarshal decodes without error decodes to the same value here. One
+// it refuses is refused here too, with the first failing element's error,
+// the rest decoded all the same; encoding/json may name another element's
+// (an error of a field's own decoder stops it at once, a value of the
+// wrong kind does not) and stop short.
 func streamArray[T any](dec *jsontext.Decoder, p *[]T, parse func(*scanner, *T) bool) (decodeErr, readErr error) {
 	if _, err := dec.ReadToken(); err != nil {
 		return nil, err
@@ -117,9 +122,10 @@ func fastOr[T any](raw []byte, p *T, parse func(*scanner) (T, bool)) error {
 	return json.Unmarshal(raw, p)
 }
 
-// maxDepth is how deeply values the scanner skips may nest, encoding/json's
-// own limit: deeper is left to it, to refuse.
-const maxDepth = 10000
+// maxDepth is how deeply a value the scanner skips may nest: deeper is left
+// to encoding/json, to accept or refuse (its limit, 10,000 levels, counts
+// from the top of the result, which the scanner's does not).
+const maxDepth = 1000
 
 // scanner reads JSON from b at i. Each method returns false on anything it
 // does not take, and its caller then gives up the whole value. Decoded
@@ -129,17 +135,26 @@ type scanner struct {
 	i      int
 	hashes []common.Hash
 	data   []byte
+	flags  []bool
 }
 
 // Blocks of decoded topics and data: a dense reply's logs share a few.
 const (
 	hashBlock = 512
 	dataBlock = 32 << 10
+	flagBlock = 1024
 )
 
-// removed's two values: a log's Removed points at one, as it would at a
-// bool of its own; nothing writes through it.
-var removedTrue, removedFalse = true, false
+// flag returns a bool of its own holding v, cut from a shared block: a
+// log's Removed may be written through later (encoding/json decoding into
+// a result already decoded, as a reply giving its result twice has it do).
+func (s *scanner) flag(v bool) *bool {
+	if len(s.flags) == cap(s.flags) {
+		s.flags = make([]bool, 0, flagBlock)
+	}
+	s.flags = append(s.flags, v)
+	return &s.flags[len(s.flags)-1]
+}
 
 func (s *scanner) space() {
 	for s.i < len(s.b) {
@@ -592,9 +607,9 @@ func (s *scanner) logField(l *rpcLog, key []byte, null bool) bool {
 		case null:
 			l.Removed = nil
 		case s.word("true"):
-			l.Removed = &removedTrue
+			l.Removed = s.flag(true)
 		case s.word("false"):
-			l.Removed = &removedFalse
+			l.Removed = s.flag(false)
 		default:
 			ok = false
 		}
@@ -642,6 +657,7 @@ func (s *scanner) receiptOrNull() (*rpcReceipt, bool) {
 // receipt reads one receipt as rpcReceipt's decoder does: null leaves a
 // field nil, and a key given twice takes its last value.
 func (s *scanner) receipt(r *rpcReceipt) bool {
+	logs := false
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "transactionHash", "blockHash", "status", "logs":
@@ -671,6 +687,12 @@ func (s *scanner) receipt(r *rpcReceipt) bool {
 				r.Status = (*hexutil.Uint64)(&v)
 			}
 		case "logs":
+			if logs {
+				// Given twice: encoding/json decodes the second array into
+				// the first's logs, merging them; it decides.
+				return false
+			}
+			logs = true
 			r.Logs = nil
 			if !null {
 				r.Logs, ok = s.logs()

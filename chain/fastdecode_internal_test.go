@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -81,6 +82,12 @@ func FuzzFastDecodeIsUnmarshal(f *testing.F) {
 		`[{"topics":[` + hash + `,` + hash + `,` + hash + `,` + hash + `,` + hash + `]}]`, `[{"topics":[null]}]`, `[{"topics":[]}]`,
 		`[{"transactionHash":` + hash + `,"transactionHash":null}]`, `[{"removed":true,"removed":"false"}]`,
 		`[{"status":"0x1","status":null,"logs":null,"transactionHash":` + hash + `}]`,
+		`[{"data":"0x"}]`, `[{"data":"0x","topics":[` + hash + `]}]`,
+		`[{"address":"0x01"}]`, `[{"address":"0x010000000000000000000000000000000000000000"}]`,
+		`[{"transactionHash":"0x04"}]`, `[{"blockHash":` + hash[:len(hash)-1] + `00"}]`, `[{"topics":["0x02"]}]`,
+		`[{"removed":"x"},{"data":"0xzz"},{}]`, `[{"data":"0xzz"},{},{}]`, `[{"logs":"x"},{"status":"0x01"},{}]`,
+		`[{"logs":[{"address":"0x0100000000000000000000000000000000000000","data":"0x01"}],"logs":[{"topics":[]}]}]`,
+		`{"logs":[{"data":"0x01"}],"logs":[{"topics":[]}]}`, `[{"removed":false,"removed":true}]`,
 		`[{"x":[[[{"y":{}}]]],"z":-0.0e-0}]`, `[{"x":01}]`, `[{"x":1.}]`, `[{"x":"\x"}]`, `[{"x":tru}]`, `[1]`, `[{},]`, `[{"a" 1}]`,
 	} {
 		f.Add([]byte(seed))
@@ -93,15 +100,17 @@ func FuzzFastDecodeIsUnmarshal(f *testing.F) {
 }
 
 // same decodes doc with json.Unmarshal, with decodeResult, and, streamed,
-// as the result of a reply (decodeCall), each into a new value of the
-// type fresh makes, and fails unless all give the same.
+// as the result of a lone call's reply (decodeCall) and of a batch's
+// (decodeBatch), each into a new value of the type fresh makes, and fails
+// unless all give the same value, or all refuse it; decodeResult, which
+// gives up to json.Unmarshal whole, also with the same error.
 func same(t *testing.T, doc []byte, fresh func() any) {
 	t.Helper()
 	want := fresh()
 	werr := json.Unmarshal(doc, want)
-	check := func(how string, got any, err error) {
+	check := func(how string, got any, err error, sameError bool) {
 		t.Helper()
-		if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
+		if (err == nil) != (werr == nil) || (sameError && err != nil && err.Error() != werr.Error()) {
 			t.Fatalf("%T from %q: %s says %v, json.Unmarshal %v", got, doc, how, err, werr)
 		}
 		if err == nil && !reflect.DeepEqual(got, want) {
@@ -109,9 +118,11 @@ func same(t *testing.T, doc []byte, fresh func() any) {
 		}
 	}
 	got := fresh()
-	check("decodeResult", got, decodeResult(doc, got))
-	if !json.Valid(doc) {
-		return // not a reply's result: the reply would fail whole
+	check("decodeResult", got, decodeResult(doc, got), true)
+	if !json.Valid(doc) || bytes.Count(doc, []byte("["))+bytes.Count(doc, []byte("{")) > 5000 {
+		// Not a reply's result: the reply would fail whole. Nor one nested
+		// near the reader's limit, which counts the reply's own levels.
+		return
 	}
 	got = fresh()
 	el := rpc.BatchElem{Result: got}
@@ -119,7 +130,43 @@ func same(t *testing.T, doc []byte, fresh func() any) {
 	if err := decodeCall(bytes.NewReader(reply), &el); err != nil {
 		t.Fatalf("%T from %q: decodeCall failed the reply: %v", got, doc, err)
 	}
-	check("the reply streamed", got, el.Error)
+	check("the reply streamed", got, el.Error, false)
+	got = fresh()
+	elems := []rpc.BatchElem{{Result: new(string)}, {Result: got}}
+	batch := append(append([]byte(`[{"jsonrpc":"2.0","id":0,"result":"a"},{"jsonrpc":"2.0","id":1,"result":`), doc...), "}]"...)
+	if err := decodeBatch(bytes.NewReader(batch), elems, 0); err != nil {
+		t.Fatalf("%T from %q: decodeBatch failed the reply: %v", got, doc, err)
+	}
+	check("the batch streamed", got, elems[1].Error, false)
+}
+
+// TestAReplyCannotChangeHowLaterRepliesDecode: a reply giving its result
+// twice, the second decoded into the first, writes only into its own
+// logs: an honest reply after it decodes as it would have.
+func TestAReplyCannotChangeHowLaterRepliesDecode(t *testing.T) {
+	t.Parallel()
+	for _, twice := range []string{
+		`[{"jsonrpc":"2.0","id":0,"result":[{"removed":false}],"result":[{"removed":true}]}]`,
+		`[{"jsonrpc":"2.0","id":0,"result":[{"removed":true}],"result":[{"removed":false}]}]`,
+		`[{"jsonrpc":"2.0","result":[{"removed":true}],"id":0,"result":[{"removed":false}]}]`,
+	} {
+		var first []rpcLog
+		if err := decodeBatch(strings.NewReader(twice), []rpc.BatchElem{{Result: &first}}, 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, removed := range []bool{false, true} {
+			doc := strings.Replace(logsDoc, `"removed":false`, fmt.Sprintf(`"removed":%t`, removed), 1)
+			var raw []rpcLog
+			elems := []rpc.BatchElem{{Result: &raw}}
+			reply := `[{"jsonrpc":"2.0","id":0,"result":` + doc + `}]`
+			if err := decodeBatch(strings.NewReader(reply), elems, 0); err != nil || elems[0].Error != nil {
+				t.Fatal(err, elems[0].Error)
+			}
+			if len(raw) != 1 || raw[0].Removed == nil || *raw[0].Removed != removed {
+				t.Fatalf("after %s, a log with \"removed\":%t decoded as %+v", twice, removed, raw)
+			}
+		}
+	}
 }
 
 // FuzzReplyErrorIsUnmarshal: a reply's error, its data streamed, is what
