@@ -267,10 +267,11 @@ func (rep *reply) takeID(id []byte, base int64, answered []bool) {
 }
 
 // readError reads a reply's error from dec as json.Unmarshal into a
-// replyError would, but its data streamed: data that classify does not
-// read (an array, a number) is skipped without being held, so that no
-// data inside the reply cap makes the decoder buffer it whole (7 MiB of
-// [{},{},…] cost over four times the reply: TestErrorDataIsReadBounded).
+// replyError would, as far as classify reads it, but its data streamed:
+// data of no use to classify (an array, a number) is skipped without being
+// held, so that no such data inside the reply cap makes the decoder buffer
+// it whole (7 MiB of [{},{},…] cost over four times the reply:
+// TestErrorDataIsReadBounded), and data over maxErrorData is not copied.
 func readError(dec *jsontext.Decoder) (*replyError, error) {
 	e := new(replyError)
 	if dec.PeekKind() != '{' {
@@ -299,7 +300,9 @@ func readError(dec *jsontext.Decoder) (*replyError, error) {
 				if err != nil {
 					return nil, err
 				}
-				data = bytes.Clone(v)
+				if len(v) <= maxErrorData { // longer is dropped (boundedData)
+					data = bytes.Clone(v)
+				}
 			default: // null, or of no use to classify (boundedData)
 				if err := dec.SkipValue(); err != nil {
 					return nil, err
