@@ -293,20 +293,8 @@ func readError(dec *jsontext.Decoder) (*replyError, error) {
 		}
 		key := tok.String()
 		if foldEqual([]byte(key), "data") {
-			data = nil
-			switch dec.PeekKind() {
-			case '"', '{':
-				v, err := dec.ReadValue()
-				if err != nil {
-					return nil, err
-				}
-				if len(v) <= maxErrorData { // longer is dropped (boundedData)
-					data = bytes.Clone(v)
-				}
-			default: // null, or of no use to classify (boundedData)
-				if err := dec.SkipValue(); err != nil {
-					return nil, err
-				}
+			if data, err = readErrorData(dec); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -330,6 +318,22 @@ func readError(dec *jsontext.Decoder) (*replyError, error) {
 		e.Data = &errorData{v: boundedData(data)}
 	}
 	return e, nil
+}
+
+// readErrorData reads an error's data from dec: a string or an object,
+// copied if classify may read it (boundedData), or nil, anything else
+// skipped unheld.
+func readErrorData(dec *jsontext.Decoder) (json.RawMessage, error) {
+	switch dec.PeekKind() {
+	case '"', '{':
+		v, err := dec.ReadValue()
+		if err != nil || len(v) > maxErrorData {
+			return nil, err
+		}
+		return bytes.Clone(v), nil
+	default: // null, or of no use to classify
+		return nil, dec.SkipValue()
+	}
 }
 
 // elementOf is the element an id names: an integer in [base, base+n),
