@@ -19,9 +19,10 @@ import (
 // element's Error as go-ethereum's BatchCallContext does. go-ethereum's
 // client reads a batch reply into raw messages first and then decodes each
 // one again: four passes of encoding/json over every byte, where this
-// takes two. Replies of logs and receipts are the poller's largest cost
-// (the profile in BENCHMARKS.md), so this is the path of every batch, over
-// HTTP and over WebSocket (wsConn).
+// reads each byte once for the envelope and once for the result
+// (decodeResult). Replies of logs and receipts were the poller's largest
+// cost (BENCHMARKS.md), so this is the path of every batch, over HTTP and
+// over WebSocket (wsConn).
 func (c *Client) httpBatch(ctx context.Context, hc *http.Client, elems []rpc.BatchElem) error {
 	body, err := batchBody(elems)
 	if err != nil {
