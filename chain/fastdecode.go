@@ -91,10 +91,8 @@ func streamArray[T any](dec *jsontext.Decoder, p *[]T, parse func(*scanner, *T) 
 		e := &out[len(out)-1]
 		s.b, s.i = v, 0
 		s.space()
-		if parse(&s, e) {
-			if s.space(); s.i == len(s.b) {
-				continue
-			}
+		if parse(&s, e) && s.end() {
+			continue
 		}
 		*e = zero
 		if err := json.Unmarshal(v, e); err != nil && decodeErr == nil {
@@ -113,11 +111,9 @@ func streamArray[T any](dec *jsontext.Decoder, p *[]T, parse func(*scanner, *T) 
 func fastOr[T any](raw []byte, p *T, parse func(*scanner) (T, bool)) error {
 	s := scanner{b: raw}
 	s.space()
-	if v, ok := parse(&s); ok {
-		if s.space(); s.i == len(s.b) {
-			*p = v
-			return nil
-		}
+	if v, ok := parse(&s); ok && s.end() {
+		*p = v
+		return nil
 	}
 	return json.Unmarshal(raw, p)
 }
@@ -167,6 +163,12 @@ func (s *scanner) space() {
 	}
 }
 
+// end says whether nothing but space is left.
+func (s *scanner) end() bool {
+	s.space()
+	return s.i == len(s.b)
+}
+
 // peek is the next byte, 0 at the end.
 func (s *scanner) peek() byte {
 	if s.i < len(s.b) {
@@ -214,32 +216,25 @@ func (s *scanner) plain() ([]byte, bool) {
 	return nil, false
 }
 
-// hexDigits reads a plain string that starts 0x or 0X and returns the rest.
-func (s *scanner) hexDigits() ([]byte, bool) {
-	v, ok := s.plain()
-	if !ok || len(v) < 2 || v[0] != '0' || (v[1] != 'x' && v[1] != 'X') {
-		return nil, false
-	}
-	return v[2:], true
-}
+// The values below are decoded by the text decoders hexutil's own JSON
+// decoders call, on a plain string's contents: the same rules, whatever
+// the scanner takes.
 
-// fixed reads a hex string of exactly len(out) bytes into out
-// (hexutil.UnmarshalFixedJSON).
+// fixed reads a hex string of exactly len(out) bytes into out (a hash, an
+// address).
 func (s *scanner) fixed(out []byte) bool {
-	d, ok := s.hexDigits()
-	if !ok || len(d) != 2*len(out) {
-		return false
-	}
-	_, err := hex.Decode(out, d)
-	return err == nil
+	v, ok := s.plain()
+	return ok && hexutil.UnmarshalFixedText("", v, out) == nil
 }
 
-// bytes reads a hex string of any even length (hexutil.Bytes).
+// bytes reads a hex string of any even length (hexutil.Bytes) into a
+// slice cut from the scanner's block of data.
 func (s *scanner) bytes() ([]byte, bool) {
-	d, ok := s.hexDigits()
-	if !ok || len(d)%2 != 0 {
-		return nil, false
+	v, ok := s.plain()
+	if !ok || len(v) < 2 || v[0] != '0' || (v[1] != 'x' && v[1] != 'X') || len(v)%2 != 0 {
+		return nil, false // hexutil.Bytes takes "" too: encoding/json decides
 	}
+	d := v[2:]
 	n := len(d) / 2
 	var out []byte
 	switch {
@@ -261,35 +256,18 @@ func (s *scanner) bytes() ([]byte, bool) {
 	return out, true
 }
 
-// quantity reads a hex quantity of at most 64 bits (hexutil.Uint64): no
-// leading zero, at least one digit.
-func (s *scanner) quantity() (uint64, bool) {
-	d, ok := s.hexDigits()
-	if !ok || len(d) == 0 || len(d) > 16 || (len(d) > 1 && d[0] == '0') {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range d {
-		var n byte
-		switch {
-		case c >= '0' && c <= '9':
-			n = c - '0'
-		case c >= 'a' && c <= 'f':
-			n = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			n = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		v = v<<4 | uint64(n)
-	}
-	return v, true
+// quantity reads a hex quantity of at most 64 bits.
+func (s *scanner) quantity() (hexutil.Uint64, bool) {
+	var q hexutil.Uint64
+	v, ok := s.plain()
+	return q, ok && q.UnmarshalText(v) == nil
 }
 
-// uintQuantity reads a quantity that fits a uint (hexutil.Uint).
-func (s *scanner) uintQuantity() (uint, bool) {
-	v, ok := s.quantity()
-	return uint(v), ok && uint64(uint(v)) == v
+// uintQuantity reads a quantity that fits a uint.
+func (s *scanner) uintQuantity() (hexutil.Uint, bool) {
+	var q hexutil.Uint
+	v, ok := s.plain()
+	return q, ok && q.UnmarshalText(v) == nil
 }
 
 // topics reads an array of hashes.
@@ -590,9 +568,8 @@ func (s *scanner) logField(l *rpcLog, key []byte, null bool) bool {
 	case "blockNumber":
 		l.BlockNumber = optUint64{}
 		if !null {
-			var v uint64
-			v, ok = s.quantity()
-			l.BlockNumber = optUint64{v: hexutil.Uint64(v), set: true}
+			l.BlockNumber.set = true
+			l.BlockNumber.v, ok = s.quantity()
 		}
 	case "transactionHash":
 		ok = s.optHash(&l.TxHash, null)
@@ -635,7 +612,7 @@ func (s *scanner) optUint(f *optUint, null bool) bool {
 		return true
 	}
 	v, ok := s.uintQuantity()
-	*f = optUint{v: hexutil.Uint(v), set: true}
+	*f = optUint{v: v, set: true}
 	return ok
 }
 
@@ -682,9 +659,8 @@ func (s *scanner) receipt(r *rpcReceipt) bool {
 		case "status":
 			r.Status = nil
 			if !null {
-				var v uint64
-				v, ok = s.quantity()
-				r.Status = (*hexutil.Uint64)(&v)
+				r.Status = new(hexutil.Uint64)
+				*r.Status, ok = s.quantity()
 			}
 		case "logs":
 			if logs {
