@@ -67,6 +67,7 @@ func BenchmarkRecordRange(b *testing.B) {
 			const perRange = 2000
 			n := 0
 			b.ReportAllocs()
+			cpu := postgresCPU()
 			for b.Loop() {
 				ps := make([]payments.Payment, perRange)
 				for i := range ps {
@@ -96,6 +97,7 @@ func BenchmarkRecordRange(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(perRange*b.N)/b.Elapsed().Seconds(), "rows/s")
+			reportPostgresCPU(b, cpu, perRange*b.N)
 		})
 	}
 }

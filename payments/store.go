@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -353,8 +355,112 @@ var ErrRecorded = errors.New("a payment taken for new is recorded already")
 // the statement). The unique key still guards the ledger: a payment
 // recorded after all fails its statement with ErrRecorded and aborts the
 // transaction, so nothing of it, earlier statements included, can commit.
+//
+// They go in with COPY, the cheapest way into a table: their ids are taken
+// from the table's identity sequence first (one statement), the payments
+// are copied with them, and their confirmed events are copied into the
+// staging table from which COMMIT numbers them, as InsertPayments stages
+// them. COPY streams its rows, so the memory it takes does not grow with
+// the range.
 func (t *Tx) InsertNewPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
-	return t.insertPayments(ctx, ps, "")
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	for _, p := range ps {
+		if err := storable("payment", p); err != nil {
+			return nil, err
+		}
+		if p.LogIndex > math.MaxInt32 {
+			return nil, fmt.Errorf("payment %s/%d: log index out of range", p.TxHash, p.LogIndex)
+		}
+	}
+	ids, err := t.paymentIDs(ctx, len(ps))
+	if err != nil {
+		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), err)
+	}
+	amount := func(p Payment) pgtype.Numeric { return pgtype.Numeric{Int: p.Amount, Valid: true} }
+	if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"payments"}, paymentCopyColumns,
+		pgx.CopyFromSlice(len(ps), func(i int) ([]any, error) {
+			p := ps[i]
+			return []any{ids[i], int64(p.ChainID), p.Contract, p.TxHash, int32(p.LogIndex), p.BlockNumber, p.BlockHash,
+				p.Payer, p.Digest, amount(p), p.BurnedAt}, nil
+		})); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "payments_live_key" {
+			return nil, fmt.Errorf("inserting %d payments: %w: %w", len(ps), ErrRecorded, err)
+		}
+		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
+	}
+	// The events take their places in chain order, as InsertPayments
+	// stages them.
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(ps[a].BlockNumber, ps[b].BlockNumber), cmp.Compare(ps[a].LogIndex, ps[b].LogIndex),
+			cmp.Compare(ids[a], ids[b]))
+	})
+	if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"payment_events_staged"}, stagedCopyColumns,
+		pgx.CopyFromSlice(len(order), func(k int) ([]any, error) {
+			p := ps[order[k]]
+			return []any{t.staged + int64(k) + 1, EventID(p.ChainID, p.TxHash, p.LogIndex, KindConfirmed, p.BlockHash),
+				KindConfirmed, int64(p.ChainID), p.Contract, p.TxHash, int32(p.LogIndex), p.BlockNumber, p.BlockHash,
+				p.Payer, p.Digest, amount(p), p.BurnedAt, ids[order[k]]}, nil
+		})); err != nil {
+		return nil, fmt.Errorf("staging the events of %d payments: %w", len(ps), interpret(err))
+	}
+	if err := t.mark(ctx); err != nil {
+		return nil, err
+	}
+	t.staged += int64(len(ps))
+	inserted := make([]Inserted, len(ps))
+	for i, p := range ps {
+		inserted[i] = Inserted{ID: ids[i], Payment: p}
+	}
+	return inserted, nil
+}
+
+// The columns InsertNewPayments copies, in the order of its rows.
+var (
+	paymentCopyColumns = []string{"id", "chain_id", "contract", "tx_hash", "log_index", "block_number", "block_hash",
+		"payer", "digest", "amount", "burned_at"}
+	stagedCopyColumns = []string{"ord", "event_id", "kind", "chain_id", "contract", "tx_hash", "log_index",
+		"block_number", "block_hash", "payer", "digest", "amount", "burned_at", "payment_id"}
+)
+
+// paymentIDs takes n ids from the payments table's identity sequence, in
+// increasing order: the ids the table would have given n rows inserted
+// now. The sequence is looked up once (MATERIALIZED): inlined, the lookup
+// would run for every id and cost more than the insert.
+func (t *Tx) paymentIDs(ctx context.Context, n int) ([]int64, error) {
+	rows, err := t.tx.Query(ctx, `
+		WITH s AS MATERIALIZED (SELECT pg_get_serial_sequence('payments', 'id')::regclass AS seq)
+		SELECT nextval(s.seq) FROM s, generate_series(1, $1::int) ORDER BY 1`, n)
+	if err != nil {
+		return nil, fmt.Errorf("taking payment ids: %w", interpret(err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("taking payment ids: %w", interpret(err))
+	}
+	if len(ids) != n {
+		return nil, fmt.Errorf("taking payment ids: got %d of %d", len(ids), n)
+	}
+	return ids, nil
+}
+
+// mark leaves, once per transaction, the ledger_commits row saying it
+// staged events, whose deferred trigger numbers them inside COMMIT.
+func (t *Tx) mark(ctx context.Context) error {
+	if t.marked {
+		return nil
+	}
+	if _, err := t.tx.Exec(ctx, `INSERT INTO ledger_commits (events) VALUES (true)`); err != nil {
+		return fmt.Errorf("marking the transaction's events: %w", interpret(err))
+	}
+	t.marked = true
+	return nil
 }
 
 // InsertPayments inserts ps, skipping any whose

@@ -539,3 +539,101 @@ func TestARangeOfThousandsOfBurnsIsRecordedWhole(t *testing.T) {
 		t.Fatalf("%d events numbered in chain order (txs %s to %s), want 2500", events, firstTx, lastTx)
 	}
 }
+
+// TestInsertNewPaymentsCopiesExactRowsAndEvents: the payments a writer
+// found new go in with COPY, their ids taken from the table's sequence,
+// and their confirmed events take their places among the transaction's
+// other events in chain order: a seen event before them, the payments
+// given out of chain order, a retracted event after them. Every column of
+// every payment and event is what was given, amounts at both ends of the
+// uint256 range included; the ids returned are the rows' ids; one commit
+// gives every event the same history_hash.
+func TestInsertNewPaymentsCopiesExactRowsAndEvents(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	maxU256 := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
+	late, early, zero := payment(2, 1, maxU256), payment(1, 5, big.NewInt(123456789)), payment(3, 0, big.NewInt(0))
+	late.BlockNumber, late.BlockHash = 9, "0x"+strings.Repeat("9e", 32)
+	zero.BlockNumber, zero.Payer, zero.Digest = 8, "0x"+strings.Repeat("5a", 20), "0x"+strings.Repeat("d1", 32)
+	seen, retracted := payment(4, 2, big.NewInt(42)), payment(5, 3, big.NewInt(43))
+	var ins []payments.Inserted
+	if err := inTx(s, func(ctx context.Context, tx *payments.Tx) error {
+		if _, err := tx.AppendEvents(ctx, []payments.Event{payments.EventFor(payments.KindSeen, seen, 0)}); err != nil {
+			return err
+		}
+		var err error
+		if ins, err = tx.InsertNewPayments(ctx, []payments.Payment{late, early, zero}); err != nil {
+			return err
+		}
+		_, err = tx.AppendEvents(ctx, []payments.Event{payments.EventFor(payments.KindRetracted, retracted, 0)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ins) != 3 || ins[0].TxHash != late.TxHash || ins[1].TxHash != early.TxHash ||
+		ins[2].TxHash != zero.TxHash || ins[0].ID >= ins[1].ID || ins[1].ID >= ins[2].ID {
+		t.Fatalf("inserted %+v, want the three in the order given, ids increasing", ins)
+	}
+	byID := map[int64]payments.Payment{ins[0].ID: late, ins[1].ID: early, ins[2].ID: zero}
+	stored, err := s.PaymentsByID(ctx, ins[0].ID, ins[2].ID)
+	if err != nil || len(stored) != 3 {
+		t.Fatalf("PaymentsByID = %d rows, %v; want 3", len(stored), err)
+	}
+	for _, r := range stored {
+		want, ok := byID[r.ID]
+		if !ok || r.Orphaned || r.Amount.Cmp(want.Amount) != 0 || !r.BurnedAt.Equal(want.BurnedAt) {
+			t.Fatalf("payment %d = %+v, want %+v", r.ID, r, want)
+		}
+		got, exp := r.Payment, want
+		got.Amount, exp.Amount, got.BurnedAt, exp.BurnedAt = nil, nil, time.Time{}, time.Time{}
+		if got != exp {
+			t.Fatalf("payment %d = %+v, want %+v", r.ID, got, exp)
+		}
+	}
+	evs, err := s.Events(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []payments.Event{
+		payments.EventFor(payments.KindSeen, seen, 0),
+		payments.EventFor(payments.KindConfirmed, early, ins[1].ID), // block 7
+		payments.EventFor(payments.KindConfirmed, zero, ins[2].ID),  // block 8
+		payments.EventFor(payments.KindConfirmed, late, ins[0].ID),  // block 9
+		payments.EventFor(payments.KindRetracted, retracted, 0),
+	}
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(evs), len(want), evs)
+	}
+	for i, e := range evs {
+		w := want[i]
+		if e.Seq != int64(i+1) || e.History != evs[0].History || len(e.History) != 64 || e.Amount.Cmp(w.Amount) != 0 ||
+			!e.BurnedAt.Equal(w.BurnedAt) {
+			t.Fatalf("event %d = %+v, want seq %d, %+v, the commit's history", i, e, i+1, w)
+		}
+		e.Seq, e.History, e.CreatedAt, e.Amount, w.Amount, e.BurnedAt, w.BurnedAt = 0, "", time.Time{}, nil, nil, time.Time{}, time.Time{}
+		if e != w {
+			t.Fatalf("event %d = %+v, want %+v", i, e, w)
+		}
+	}
+}
+
+// TestInsertNewPaymentsGivenOneTwice: a range that gives the same burn
+// twice to the plain insert fails with ErrRecorded and writes nothing.
+func TestInsertNewPaymentsGivenOneTwice(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	p := payment(1, 0, big.NewInt(5))
+	err := inTx(s, func(ctx context.Context, tx *payments.Tx) error {
+		_, err := tx.InsertNewPayments(ctx, []payments.Payment{p, payment(2, 0, big.NewInt(6)), p})
+		return err
+	})
+	if !errors.Is(err, payments.ErrRecorded) {
+		t.Fatalf("InsertNewPayments given a burn twice = %v, want ErrRecorded", err)
+	}
+	var rows, events, staged int
+	if err := pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM payments), (SELECT count(*) FROM payment_events),
+		(SELECT count(*) FROM payment_events_staged)`).Scan(&rows, &events, &staged); err != nil || rows+events+staged != 0 {
+		t.Fatalf("after the failed insert: %d payments, %d events, %d staged (%v); want none", rows, events, staged, err)
+	}
+}
