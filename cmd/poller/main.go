@@ -87,13 +87,20 @@ const defaultMemoryLimit = 32 << 20
 const defaultGCPercent = 300
 
 func main() {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(defaultMemoryLimit)
-		if os.Getenv("GOGC") == "" {
-			debug.SetGCPercent(defaultGCPercent)
-		}
-	}
+	runtimeDefaults(os.Getenv)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runtimeDefaults sets the memory limit and GOGC the environment
+// (getenv) leaves to the binary.
+func runtimeDefaults(getenv func(string) string) {
+	if getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(defaultMemoryLimit)
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
