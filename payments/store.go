@@ -350,18 +350,16 @@ var ErrRecorded = errors.New("a payment taken for new is recorded already")
 
 // InsertNewPayments is InsertPayments for payments the caller knows are
 // not recorded (it read the ledger's rows of their blocks and transactions
-// under the writers' lock): plain inserts, without the check for a
-// recorded key before each row that ON CONFLICT costs (about a sixth of
-// the statement). The unique key still guards the ledger: a payment
-// recorded after all fails its statement with ErrRecorded and aborts the
-// transaction, so nothing of it, earlier statements included, can commit.
-//
-// They go in with COPY, the cheapest way into a table: their ids are taken
-// from the table's identity sequence first (one statement), the payments
-// are copied with them, and their confirmed events are copied into the
-// staging table from which COMMIT numbers them, as InsertPayments stages
-// them. COPY streams its rows, so the memory it takes does not grow with
-// the range.
+// under the writers' lock), without the check for a recorded key before
+// each row that ON CONFLICT costs. They go in with COPY, the cheapest way
+// into a table: their ids are taken from the table's identity sequence
+// first (one statement), the payments are copied with them, and their
+// confirmed events are copied into the staging table from which COMMIT
+// numbers them, in the places InsertPayments gives them. COPY streams its
+// rows: the memory it takes does not grow with the range. The unique key
+// still guards the ledger: a payment recorded after all (or given twice)
+// fails the copy with ErrRecorded and aborts the transaction, so nothing of
+// it, earlier statements included, can commit.
 func (t *Tx) InsertNewPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
 	if len(ps) == 0 {
 		return nil, nil
@@ -472,7 +470,22 @@ func (t *Tx) mark(ctx context.Context) error {
 // returns the ones it inserted, with their ids, in id order. It is the only
 // way a payment enters the ledger, so no payment goes without its event.
 func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
-	return t.insertPayments(ctx, ps, "ON CONFLICT (chain_id, contract, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING")
+	// Every payment is checked before the first statement: one that
+	// cannot be stored writes none.
+	for _, p := range ps {
+		if err := storable("payment", p); err != nil {
+			return nil, err
+		}
+	}
+	var inserted []Inserted
+	for chunk := range slices.Chunk(ps, insertChunk) {
+		ins, err := t.insertChunk(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		inserted = append(inserted, ins...)
+	}
+	return inserted, nil
 }
 
 // insertChunk is the most payments one insert statement carries. A range
@@ -483,30 +496,9 @@ func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, erro
 // (BENCHMARKS.md).
 const insertChunk = 1000
 
-// insertPayments inserts ps with the conflict clause onConflict ("" for
-// none: a recorded key fails the statement with ErrRecorded), in
-// statements of at most insertChunk payments, in ps's order.
-func (t *Tx) insertPayments(ctx context.Context, ps []Payment, onConflict string) ([]Inserted, error) {
-	// Every payment is checked before the first statement: one that
-	// cannot be stored writes none.
-	for _, p := range ps {
-		if err := storable("payment", p); err != nil {
-			return nil, err
-		}
-	}
-	var inserted []Inserted
-	for chunk := range slices.Chunk(ps, insertChunk) {
-		ins, err := t.insertChunk(ctx, chunk, onConflict)
-		if err != nil {
-			return nil, err
-		}
-		inserted = append(inserted, ins...)
-	}
-	return inserted, nil
-}
-
-// insertChunk inserts ps in one statement (see insertPayments).
-func (t *Tx) insertChunk(ctx context.Context, ps []Payment, onConflict string) ([]Inserted, error) {
+// insertChunk inserts ps in one statement, skipping the recorded ones (see
+// InsertPayments).
+func (t *Tx) insertChunk(ctx context.Context, ps []Payment) ([]Inserted, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -533,7 +525,7 @@ func (t *Tx) insertChunk(ctx context.Context, ps []Payment, onConflict string) (
 			            $7::text[], $8::text[], $9::text[], $10::timestamptz[])
 			     AS p(chain_id, contract, tx_hash, log_index, block_number, block_hash,
 			          payer, digest, amount, burned_at)
-			`+onConflict+`
+			ON CONFLICT (chain_id, contract, tx_hash, log_index) WHERE orphaned_at IS NULL DO NOTHING
 			RETURNING id, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at
 		), ev AS (
 			INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
@@ -564,10 +556,6 @@ func (t *Tx) insertChunk(ctx context.Context, ps []Payment, onConflict string) (
 		inserted = append(inserted, Inserted{ID: id, Payment: ps[byKey[key]]})
 	}
 	if err := rows.Err(); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "payments_live_key" {
-			return nil, fmt.Errorf("inserting %d payments: %w: %w", len(ps), ErrRecorded, err)
-		}
 		return nil, fmt.Errorf("inserting %d payments: %w", len(ps), interpret(err))
 	}
 	if len(inserted) > 0 {
