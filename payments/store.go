@@ -467,8 +467,9 @@ func (t *Tx) mark(ctx context.Context) error {
 // stages each inserted payment's confirmed event in the same statement
 // (numbered at commit after the transaction's earlier events, in chain
 // order), and
-// returns the ones it inserted, with their ids, in id order. It is the only
-// way a payment enters the ledger, so no payment goes without its event.
+// returns the ones it inserted, with their ids, in id order. It and
+// InsertNewPayments are the only ways a payment enters the ledger, and
+// both stage its event with it, so no payment goes without its event.
 func (t *Tx) InsertPayments(ctx context.Context, ps []Payment) ([]Inserted, error) {
 	// Every payment is checked before the first statement: one that
 	// cannot be stored writes none.

@@ -994,3 +994,67 @@ func TestAFreshCursorIsNotHandedBackToItsOwnSeed(t *testing.T) {
 		t.Fatalf("ledger:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestAPaymentRecordedBehindTheCheckIsRecordedOnceAfterTheRetry: the copy
+// of the payments a ledger check found new meets one recorded after all
+// (here a trigger records the last range's burn itself, inside every copy
+// of it, as a writer the check did not see would): the transaction fails
+// with nothing written, and is retried checking every row of every range,
+// not only its first, until one commits; each burn is recorded once, with
+// one confirmed event.
+func TestAPaymentRecordedBehindTheCheckIsRecordedOnceAfterTheRetry(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(25)
+	want := expected(
+		node.addBurn(0, 1, 0, 5),
+		node.addBurn(10, 3, 2, 1_000_000),
+		node.addBurn(25, 4, 0, 8), // the third range's: its copy fails
+	)
+	h := newHarness(t, node)
+	ctx := context.Background()
+	if _, err := h.pool.Exec(ctx, `
+		CREATE SEQUENCE trap_fired;
+		CREATE FUNCTION trap() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF pg_trigger_depth() = 1 AND NEW.block_number = 25 AND current_query() ILIKE 'copy%' THEN
+				PERFORM nextval('trap_fired');
+				INSERT INTO payments (chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at)
+				VALUES (NEW.chain_id, NEW.contract, NEW.tx_hash, NEW.log_index, NEW.block_number, NEW.block_hash, NEW.payer,
+				        NEW.digest, NEW.amount, NEW.burned_at);
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER trap BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION trap();`); err != nil {
+		t.Fatal(err)
+	}
+	l, stop := h.start()
+	h.waitCursor(25)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// One failed transaction, the first: its retry checked every range.
+	var failed []error
+	for len(l.Signals.Failed.C()) > 0 {
+		failed = append(failed, <-l.Signals.Failed.C())
+	}
+	if len(failed) != 1 || !errors.Is(failed[0], payments.ErrRecorded) {
+		t.Fatalf("failed transactions: %v; want one, with ErrRecorded", failed)
+	}
+	if got := h.ledger(); !slices.Equal(got, want) {
+		t.Fatalf("ledger:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var fired, events, confirmed, distinct int64
+	if err := h.pool.QueryRow(ctx, `SELECT (SELECT last_value FROM trap_fired WHERE is_called),
+		(SELECT count(*) FROM payment_events), (SELECT count(*) FROM payment_events WHERE kind = 'confirmed'),
+		(SELECT count(DISTINCT payment_id) FROM payment_events e JOIN payments p ON p.id = e.payment_id)`).
+		Scan(&fired, &events, &confirmed, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if fired < 1 || events != 3 || confirmed != 3 || distinct != 3 {
+		t.Fatalf("trap fired %d times; %d events, %d confirmed, of %d payments; want at least once, and 3 of each",
+			fired, events, confirmed, distinct)
+	}
+	if got, want := node.requested(), [][2]uint64{{0, 9}, {10, 19}, {20, 25}}; len(got) < 3 || !slices.Equal(got[:3], want) {
+		t.Fatalf("ranges requested = %v, want %v first: the three in one transaction", got, want)
+	}
+}

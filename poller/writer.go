@@ -96,8 +96,8 @@ type Writer struct {
 	// check (see FetchHashes).
 	hashesMu sync.Mutex
 	hashes   map[int64]string
-	// careful makes the next insert check each row for a recorded key (see
-	// RangeTx.insert).
+	// careful makes the inserts of the next transaction check each row for
+	// a recorded key, until one commits (see RangeTx.insert).
 	careful atomic.Bool
 }
 
@@ -141,6 +141,10 @@ type RangeTx struct {
 	// reading is Advance's read, handed on to the next transaction at
 	// commit (see Writer.readAhead).
 	reading *rangeReader
+	// careful is the writer's careful when the transaction began: every
+	// insert of the transaction checks each row, whichever of its ranges
+	// failed before.
+	careful bool
 }
 
 // Totals is what a range transaction recorded.
@@ -211,7 +215,7 @@ func (w *Writer) begin(stop, ctx context.Context, id string, limits payments.Lim
 		tx.Rollback()
 		return nil, err
 	}
-	t := &RangeTx{w: w, tx: tx, cur: cur, totals: Totals{From: cur.Block + 1, To: cur.Block}}
+	t := &RangeTx{w: w, tx: tx, cur: cur, totals: Totals{From: cur.Block + 1, To: cur.Block}, careful: w.careful.Load()}
 	if g := w.cfg.Group; g != nil && checkHook && id == g.CursorID {
 		if err := t.syncMembers(ctx); err != nil {
 			tx.Rollback()
@@ -308,6 +312,10 @@ func (t *RangeTx) Commit(ctx context.Context) (Totals, error) {
 	// The events are numbered, and their notification sent, inside COMMIT.
 	if err := t.tx.Commit(ctx); err != nil {
 		return Totals{}, err
+	}
+	if t.careful {
+		// The ranges that failed are recorded now, each row checked.
+		t.w.careful.Store(false)
 	}
 	if r := t.reading; r != nil {
 		t.reading = nil
@@ -532,12 +540,15 @@ func (t *RangeTx) record(ctx context.Context, r chain.Range, contracts []string)
 
 // insert records the payments of ps the ledger does not hold yet (known
 // are those it holds, as checkLedger found them under the writers' lock):
-// in one plain insert, without ON CONFLICT's check before each row. A
-// payment recorded after all fails the transaction, which is retried with
-// the check (a defect in what the writer read, logged once), never
-// recording a burn twice.
+// copied, without ON CONFLICT's check before each row. A payment recorded
+// after all fails the transaction, which is retried with the check for
+// every range of the next transactions until one commits (a defect in what
+// the writer read, logged once), never recording a burn twice. (Were the
+// check kept for the next insert alone, a transaction that failed at its
+// k-th range would spend it on its first range when retried, and fail
+// again at the k-th.)
 func (t *RangeTx) insert(ctx context.Context, ps []payments.Payment, known map[payments.Key]bool) ([]payments.Inserted, error) {
-	if t.w.careful.Swap(false) {
+	if t.careful {
 		return t.tx.InsertPayments(ctx, ps)
 	}
 	fresh := ps

@@ -513,3 +513,52 @@ func migrateTwiceKeepingTheLedger(ctx context.Context, t *testing.T, conn *pgx.C
 		t.Fatalf("after migrating: %d rows summing %s, want 10000 summing 50005000", rows, sum)
 	}
 }
+
+// TestWritersGetThePaymentIDSequence: migration 22 grants USAGE on the
+// payments' id sequence to every role that may insert payments (a writer
+// set up without db/roles.sql, with table rights only), which then takes
+// ids with nextval; a role that only reads gets nothing.
+func TestWritersGetThePaymentIDSequence(t *testing.T) {
+	t.Parallel()
+	ctx, conn := emptyDatabase(t)
+	if _, err := migrations.MigrateTo(ctx, conn, 21); err != nil {
+		t.Fatal(err)
+	}
+	suffix := strings.ReplaceAll(fmt.Sprint(time.Now().UnixNano()), "-", "")
+	writer, reader := "bp_writer_"+suffix, "bp_reader_"+suffix
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE ROLE %[1]s; CREATE ROLE %[2]s;
+		GRANT SELECT, INSERT ON payments TO %[1]s; GRANT SELECT ON payments TO %[2]s`, writer, reader)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), fmt.Sprintf(`DROP OWNED BY %[1]s, %[2]s; DROP ROLE %[1]s, %[2]s`, writer, reader))
+	})
+	usage := func(role string) bool {
+		t.Helper()
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT has_sequence_privilege($1, pg_get_serial_sequence('payments', 'id'), 'USAGE')`,
+			role).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if usage(writer) {
+		t.Fatal("the writer has USAGE on the sequence before migration 22; the test proves nothing")
+	}
+	if _, err := migrations.MigrateTo(ctx, conn, 22); err != nil {
+		t.Fatal(err)
+	}
+	if !usage(writer) || usage(reader) {
+		t.Fatalf("after migration 22: writer USAGE %v, reader USAGE %v; want true, false", usage(writer), usage(reader))
+	}
+	if _, err := conn.Exec(ctx, "SET ROLE "+writer); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := conn.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('payments', 'id'))`).Scan(&id); err != nil || id < 1 {
+		t.Fatalf("nextval as the writer = %d, %v", id, err)
+	}
+	if _, err := conn.Exec(ctx, `RESET ROLE`); err != nil {
+		t.Fatal(err)
+	}
+}
