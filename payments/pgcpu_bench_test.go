@@ -7,32 +7,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/burnpoller/burnpoller/internal/harness"
 )
 
 // postgresCPU is the CPU time the local Postgres processes have used (0
 // when none is visible: a server elsewhere).
 func postgresCPU() time.Duration {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var ticks int64
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var seconds float64
+	for _, d := range dirs {
+		comm, err := os.ReadFile(filepath.Join(d, "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(d))
 		if err != nil {
 			continue
 		}
-		s := string(b)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open || s[open+1:end] != "postgres" {
-			continue
+		if s := harness.CPUSeconds(pid); s > 0 {
+			seconds += s
 		}
-		f := strings.Fields(s[end+1:])
-		if len(f) < 13 {
-			continue
-		}
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		k, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += u + k
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(seconds * float64(time.Second))
 }
 
 // reportPostgresCPU reports the local Postgres' CPU per row since start.

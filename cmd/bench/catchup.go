@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/burnpoller/burnpoller/internal/harness"
 )
 
 // catchUp times n replicas from an empty ledger to target.
@@ -35,7 +37,7 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 	}
 	nodeCPU := -1.0
 	if b.node != nil {
-		nodeCPU = cpuSeconds(b.node.proc.Pid())
+		nodeCPU = harness.CPUSeconds(b.node.proc.Pid())
 	}
 	start := time.Now()
 	var replicas []*replica
@@ -97,10 +99,10 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 	// the wall clock far more than these.
 	cu.CPUSeconds = map[string]float64{"postgres_backends": backendsCPU(ctx, conn)}
 	if b.node != nil && nodeCPU >= 0 {
-		cu.CPUSeconds["node"] = cpuSeconds(b.node.proc.Pid()) - nodeCPU
+		cu.CPUSeconds["node"] = harness.CPUSeconds(b.node.proc.Pid()) - nodeCPU
 	}
 	for i, r := range replicas {
-		cu.CPUSeconds[fmt.Sprintf("replica-%d", i)] = cpuSeconds(r.Pid())
+		cu.CPUSeconds[fmt.Sprintf("replica-%d", i)] = harness.CPUSeconds(r.Pid())
 	}
 	for i, r := range replicas {
 		cu.GetLogsCalls += metric(ctx, r.addr, `burnpoller_rpc_requests_total{method="eth_getLogs"`)

@@ -2,38 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/burnpoller/burnpoller/internal/harness"
 )
-
-// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times
-// (100 on Linux).
-const clockTicks = 100
-
-// cpuSeconds is the CPU time (user and system) process pid has used, -1
-// if it cannot be read.
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return -1
-	}
-	// The command name (field 2) may hold spaces: count after its ')'.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return -1
-	}
-	utime, err1 := strconv.ParseFloat(f[11], 64)
-	stime, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	return (utime + stime) / clockTicks
-}
 
 // backendsCPU is the CPU time the Postgres backends serving conn's
 // database have used (conn's own excepted), as read from /proc on this
@@ -49,7 +22,7 @@ func backendsCPU(ctx context.Context, conn *pgx.Conn) float64 {
 	}
 	total, read := 0.0, false
 	for _, pid := range pids {
-		if s := cpuSeconds(int(pid)); s >= 0 {
+		if s := harness.CPUSeconds(int(pid)); s >= 0 {
 			total, read = total+s, true
 		}
 	}

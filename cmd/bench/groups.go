@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/devchain"
+	"github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/rpcfault"
 )
 
@@ -187,11 +188,11 @@ func (b *bench) groupRun(ctx context.Context, contracts []burnContracts, first i
 	ids := make([]string, len(contracts))
 	nodeCPU := -1.0
 	if b.node != nil {
-		nodeCPU = cpuSeconds(b.node.proc.Pid())
+		nodeCPU = harness.CPUSeconds(b.node.proc.Pid())
 	}
 	// The bench's own CPU: the latency proxies (which decode and re-encode
 	// every reply to cap eth_getLogs) and the sampling of the cursors.
-	benchCPU := cpuSeconds(os.Getpid())
+	benchCPU := harness.CPUSeconds(os.Getpid())
 	start := time.Now()
 	for i, c := range contracts {
 		url := b.info.RPCURL
@@ -245,12 +246,12 @@ func (b *bench) groupRun(ctx context.Context, contracts []burnContracts, first i
 	}
 	run.CPUSeconds = map[string]float64{"postgres_backends": backendsCPU(ctx, conn)}
 	if nodeCPU >= 0 {
-		run.CPUSeconds["node"] = cpuSeconds(b.node.proc.Pid()) - nodeCPU
+		run.CPUSeconds["node"] = harness.CPUSeconds(b.node.proc.Pid()) - nodeCPU
 	}
 	for _, r := range replicas {
-		run.CPUSeconds["pollers"] += cpuSeconds(r.Pid())
+		run.CPUSeconds["pollers"] += harness.CPUSeconds(r.Pid())
 	}
-	run.CPUSeconds["bench"] = cpuSeconds(os.Getpid()) - benchCPU
+	run.CPUSeconds["bench"] = harness.CPUSeconds(os.Getpid()) - benchCPU
 	for _, p := range proxies {
 		run.Requests = append(run.Requests, p.Stats().Requests)
 	}

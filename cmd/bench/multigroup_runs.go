@@ -76,7 +76,7 @@ func (b *bench) layoutRun(ctx context.Context, o options, groups []*mgGroup, one
 		p := peakRSSMiB(r.Proc)
 		lr.PeakRSSMiB += p
 		lr.PeakRSSEach = append(lr.PeakRSSEach, p)
-		lr.CPUSeconds += cpuSeconds(r.Pid())
+		lr.CPUSeconds += harness.CPUSeconds(r.Pid())
 	}
 	lr.RSSMiB = math.Round(lr.RSSMiB*10) / 10
 	lr.Processes = len(d.replicas)
