@@ -562,3 +562,122 @@ func TestWritersGetThePaymentIDSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMoveStagedNumbersAsBefore: migration 23 moves a commit's staged
+// events into payment_events in three statements instead of one that
+// materialized them. The same transactions, committed at version 22 and at
+// version 23, leave exactly the same events: seqs by ord whatever order the
+// rows were written in, the names of an id recorded already or staged twice
+// in one transaction, and every history_hash. Migrating down brings
+// migration 18's function back, which numbers as before.
+func TestMoveStagedNumbersAsBefore(t *testing.T) {
+	t.Parallel()
+	// Each entry is one transaction: its events staged in the order given
+	// (ords written out of order), then committed.
+	stage := `INSERT INTO payment_events_staged (ord, event_id, kind, chain_id, contract, tx_hash, log_index, block_number,
+	                                   block_hash, payer, digest, amount, burned_at, payment_id)
+		SELECT o, id, CASE WHEN pay IS NULL THEN 'seen' ELSE 'confirmed' END, 1337, '0x' || repeat('ab', 20),
+		       '0x' || lpad(to_hex(o), 64, '0'), o::int, 7, '0x' || repeat('cd', 32), '0x' || repeat('12', 20),
+		       '0x' || repeat('34', 32), o * 1000000007, '2026-01-01T00:00:00Z', pay
+		FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS s(o, id, pay)`
+	type staged struct {
+		ords []int64
+		ids  []string
+		pays []*int64
+	}
+	pay := func(n int64) *int64 { return &n }
+	txs := []staged{
+		{[]int64{3, 1, 2, 5, 4}, []string{"c", "a", "b", "e", "d"}, []*int64{pay(3), nil, pay(2), nil, pay(4)}},
+		// "a" is recorded already, "f" is staged twice: the general path names them.
+		{[]int64{2, 1, 3}, []string{"f", "a", "f"}, []*int64{nil, nil, pay(9)}},
+	}
+	var many staged
+	for o := int64(2500); o >= 1; o-- {
+		many.ords = append(many.ords, o)
+		many.ids = append(many.ids, fmt.Sprintf("many-%d", o))
+		many.pays = append(many.pays, pay(100+o))
+	}
+	txs = append(txs, many, staged{[]int64{1}, []string{"last"}, []*int64{nil}})
+	run := func(version int32) []string {
+		t.Helper()
+		ctx, conn := emptyDatabase(t)
+		if _, err := migrations.MigrateTo(ctx, conn, version); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range txs {
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, stage, s.ords, s.ids, s.pays); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO ledger_commits (events) VALUES (true)`); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatalf("version %d: %v", version, err)
+			}
+		}
+		var left int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM payment_events_staged`).Scan(&left); err != nil || left != 0 {
+			t.Fatalf("version %d: %d staged rows left, %v", version, left, err)
+		}
+		return texts(ctx, t, conn, `SELECT concat_ws(' ', seq, event_id, kind, tx_hash, log_index, amount, payment_id,
+			encode(history_hash, 'hex')) FROM payment_events ORDER BY seq`)
+	}
+	before, after := run(22), run(23)
+	if len(before) != 2509 || !slices.Equal(before, after) {
+		t.Fatalf("version 22 numbered %d events, version 23 %d; first difference at %d",
+			len(before), len(after), firstDifference(before, after))
+	}
+	// The ords, not the order written, set the seqs; the names of repeats
+	// are migration 15's.
+	for i, want := range []string{"1 a seen", "2 b confirmed", "3 c confirmed", "4 d confirmed", "5 e seen",
+		"6 a:2 seen", "7 f seen", "8 f:2 confirmed", "9 many-1 confirmed", "2508 many-2500 confirmed", "2509 last seen"} {
+		at := i
+		if i >= 9 {
+			at = 2498 + i // the last two
+		}
+		if !strings.HasPrefix(after[at], want+" ") {
+			t.Fatalf("event %d is %q, want %q…", at+1, after[at], want)
+		}
+	}
+
+	// Down to 22: migration 18's function again, numbering as before.
+	ctx, conn := emptyDatabase(t)
+	if _, err := migrations.MigrateTo(ctx, conn, 22); err != nil {
+		t.Fatal(err)
+	}
+	src := func() string {
+		t.Helper()
+		var s string
+		if err := conn.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE proname = 'burnpoller_move_staged'`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	v22 := src()
+	if _, err := migrations.MigrateTo(ctx, conn, 23); err != nil {
+		t.Fatal(err)
+	}
+	if src() == v22 {
+		t.Fatal("migration 23 left the move as it was")
+	}
+	if _, err := migrations.MigrateTo(ctx, conn, 22); err != nil {
+		t.Fatal(err)
+	}
+	if src() != v22 {
+		t.Fatal("migrating down did not bring migration 18's move back")
+	}
+}
+
+// firstDifference is the first index at which a and b differ.
+func firstDifference(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
