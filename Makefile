@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
-.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-quick bench-real bench-groups bench-cost bench-multigroup contracts demo lint compose-check clean
+.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-pg-instructions bench-quick bench-real bench-groups bench-cost bench-multigroup contracts demo lint compose-check clean
 
 # Each fuzz target runs a fixed number of inputs, 10-30 s each on a 2-core
 # machine, not for a wall-clock -fuzztime: a duration races Go's fuzzing
@@ -113,6 +113,11 @@ bench-multigroup: $(GETH) $(ANVIL)
 # RPC calls while idle: 1 and 3 replicas, with and without RPC_WS_URL.
 bench-idle:
 	go run ./cmd/bench -idle-only -idle 60s -out bench-idle.json
+
+# The writer's Postgres work against COPY, in instructions (valgrind):
+# repeatable on a loaded machine, where timings are not (about 3 minutes).
+bench-pg-instructions:
+	bash scripts/pg-instructions.sh
 
 bench-micro:
 	go test -run '^$$' -bench . -benchtime 3s ./chain ./payments ./webhooks
