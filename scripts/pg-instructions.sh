@@ -33,7 +33,12 @@ cd "$(dirname "$0")/.."
 poller=${1:-}
 work=$(mktemp -d /tmp/pg-instructions.XXXXXX)
 chmod 755 "$work"
-trap 'rm -rf "$work"' EXIT
+data=$work/data
+cleanup() {
+	if [[ -f $data/postmaster.pid ]]; then as_pg "$bindir/pg_ctl" -D "$data" -m immediate stop >/dev/null 2>&1 || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
 if [[ -z $poller ]]; then
 	poller=$work/poller
 	go build -o "$poller" ./cmd/poller
@@ -49,9 +54,8 @@ as_pg() {
 }
 if [[ $(id -u) == 0 ]]; then chown postgres "$work"; fi
 
-data=$work/data
 port=$((20000 + RANDOM % 10000))
-as_pg "$bindir/initdb" -D "$data" -A trust --no-sync >/dev/null
+as_pg "$bindir/initdb" -D "$data" -U postgres -A trust --no-sync >/dev/null
 as_pg "$bindir/pg_ctl" -D "$data" -o "-p $port -k $work -c fsync=off" -l "$work/log" -w start >/dev/null
 stop() { as_pg "$bindir/pg_ctl" -D "$data" -w stop >/dev/null; }
 url() { echo "postgres://postgres@127.0.0.1:$port/$1?sslmode=disable"; }
@@ -59,14 +63,14 @@ url() { echo "postgres://postgres@127.0.0.1:$port/$1?sslmode=disable"; }
 pay="chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at"
 ev="event_id, kind, chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at, payment_id"
 for db in ceiling payments writer; do
-	as_pg "$bindir/createdb" -h 127.0.0.1 -p "$port" "$db"
+	as_pg "$bindir/createdb" -h 127.0.0.1 -p "$port" -U postgres "$db"
 	schema=$(DATABASE_URL=$(url "$db") "$poller" migrate 2>&1 | tail -1)
 done
 
 # The rows, as binary COPY files: 15 transactions of 2,000 burns, each of
 # its own transaction hash and digest, one payer and block hash a
 # transaction, amounts near 2^200.
-as_pg "$bindir/psql" -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" ceiling <<SQL
+as_pg "$bindir/psql" -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres ceiling <<SQL
 CREATE TEMP TABLE rows AS
 SELECT t, i, (t * 2000 + i)::bigint AS id,
        1::bigint AS chain_id, '0x5fbdb2315678afecb367f032d93f642f64180aa3' AS contract,
