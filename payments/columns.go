@@ -2,6 +2,7 @@ package payments
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -24,8 +25,7 @@ func newColumns(n int) *columns {
 	}
 }
 
-// add appends p, named what in an error: its amount must be a uint256, its
-// chain id a bigint.
+// add appends p, named what in an error, if storable.
 func (c *columns) add(what string, p Payment) error {
 	if err := storable(what, p); err != nil {
 		return err
@@ -43,13 +43,17 @@ func (c *columns) args() []any {
 }
 
 // storable says whether p, named what in an error, can be stored: its
-// amount must be a uint256, its chain id a bigint.
+// amount must be a uint256, its chain id a bigint, its log index an
+// integer.
 func storable(what string, p Payment) error {
 	if p.Amount == nil || p.Amount.Sign() < 0 {
 		return fmt.Errorf("%s %s/%d: amount %v is not a uint256", what, p.TxHash, p.LogIndex, p.Amount)
 	}
 	if p.ChainID > 1<<63-1 {
 		return fmt.Errorf("%s %s/%d: chain id %d out of range", what, p.TxHash, p.LogIndex, p.ChainID)
+	}
+	if p.LogIndex > math.MaxInt32 {
+		return fmt.Errorf("%s %s/%d: log index out of range", what, p.TxHash, p.LogIndex)
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -367,9 +366,6 @@ func (t *Tx) InsertNewPayments(ctx context.Context, ps []Payment) ([]Inserted, e
 	for _, p := range ps {
 		if err := storable("payment", p); err != nil {
 			return nil, err
-		}
-		if p.LogIndex > math.MaxInt32 {
-			return nil, fmt.Errorf("payment %s/%d: log index out of range", p.TxHash, p.LogIndex)
 		}
 	}
 	ids, err := t.paymentIDs(ctx, len(ps))

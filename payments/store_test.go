@@ -637,3 +637,36 @@ func TestInsertNewPaymentsGivenOneTwice(t *testing.T) {
 		t.Fatalf("after the failed insert: %d payments, %d events, %d staged (%v); want none", rows, events, staged, err)
 	}
 }
+
+// TestUnstorablePaymentsWriteNothing: a payment the ledger's columns cannot
+// hold (an amount that is no uint256, a chain id or log index beyond its
+// column) fails either insert with one error naming it, before any
+// statement: the other payments given with it are not written either.
+func TestUnstorablePaymentsWriteNothing(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	bad := map[string]payments.Payment{
+		"amount":    payment(9, 0, big.NewInt(-1)),
+		"chain id":  func() payments.Payment { p := payment(9, 0, big.NewInt(1)); p.ChainID = 1 << 63; return p }(),
+		"log index": payment(9, 1<<31, big.NewInt(1)),
+	}
+	inserts := map[string]func(*payments.Tx, context.Context, []payments.Payment) ([]payments.Inserted, error){
+		"InsertPayments": (*payments.Tx).InsertPayments, "InsertNewPayments": (*payments.Tx).InsertNewPayments,
+	}
+	for what, p := range bad {
+		for name, insert := range inserts {
+			err := inTx(s, func(ctx context.Context, tx *payments.Tx) error {
+				_, err := insert(tx, ctx, []payments.Payment{payment(1, 0, big.NewInt(5)), p})
+				return err
+			})
+			if err == nil || !strings.Contains(err.Error(), what) || !strings.Contains(err.Error(), p.TxHash) {
+				t.Fatalf("%s of a payment with a bad %s = %v, want an error naming it", name, what, err)
+			}
+		}
+	}
+	var rows, staged int
+	if err := pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM payments),
+		(SELECT count(*) FROM payment_events_staged)`).Scan(&rows, &staged); err != nil || rows+staged != 0 {
+		t.Fatalf("%d payments, %d staged (%v); want none", rows, staged, err)
+	}
+}
