@@ -8,7 +8,8 @@
 # their 2,000 confirmed events straight into payments and payment_events
 # (binary COPY, seqs given: the COPY ceiling of cmd/bench, with no
 # numbering). Into another it sends what the writer sends for a range of
-# 2,000 new payments: the ids statement (nextval), the payments copied with
+# 2,000 new payments (payments.Tx.InsertNewPayments, whose statements this
+# repeats: change them together): the ids statement (nextval), the payments copied with
 # those ids, their events copied into payment_events_staged, the
 # ledger_commits row, and COMMIT, whose trigger numbers and moves the
 # events. It leaves out the statements that cost little a payment (the

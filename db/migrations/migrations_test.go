@@ -434,14 +434,7 @@ func acceptance(ctx context.Context, t *testing.T, conn *pgx.Conn, values []stri
 func TestEventNumberingMigratesDownAndUp(t *testing.T) {
 	t.Parallel()
 	ctx, conn := emptyDatabase(t)
-	body := func() string {
-		t.Helper()
-		var src string
-		if err := conn.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE proname = 'burnpoller_commit_ledger'`).Scan(&src); err != nil {
-			t.Fatal(err)
-		}
-		return src
-	}
+	body := func() string { t.Helper(); return functionSource(ctx, t, conn, "burnpoller_commit_ledger") }
 	numbers := func(id string) {
 		t.Helper()
 		tx, err := conn.Begin(ctx)
@@ -649,14 +642,7 @@ func TestMoveStagedNumbersAsBefore(t *testing.T) {
 	if _, err := migrations.MigrateTo(ctx, conn, 22); err != nil {
 		t.Fatal(err)
 	}
-	src := func() string {
-		t.Helper()
-		var s string
-		if err := conn.QueryRow(ctx, `SELECT prosrc FROM pg_proc WHERE proname = 'burnpoller_move_staged'`).Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	src := func() string { t.Helper(); return functionSource(ctx, t, conn, "burnpoller_move_staged") }
 	v22 := src()
 	if _, err := migrations.MigrateTo(ctx, conn, 23); err != nil {
 		t.Fatal(err)
@@ -670,6 +656,17 @@ func TestMoveStagedNumbersAsBefore(t *testing.T) {
 	if src() != v22 {
 		t.Fatal("migrating down did not bring migration 18's move back")
 	}
+}
+
+// functionSource is the body of the function named name (there must be
+// one).
+func functionSource(ctx context.Context, t *testing.T, conn *pgx.Conn, name string) string {
+	t.Helper()
+	src := texts(ctx, t, conn, `SELECT prosrc FROM pg_proc WHERE proname = $1`, name)
+	if len(src) != 1 {
+		t.Fatalf("%d functions named %s, want 1", len(src), name)
+	}
+	return src[0]
 }
 
 // firstDifference is the first index at which a and b differ.
