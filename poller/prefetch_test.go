@@ -200,6 +200,7 @@ func TestPrefetcherReadyOnlyForAWholeRange(t *testing.T) {
 	}
 	close(held)
 	<-n.answered
+	<-p.queue[0].done // the node's reply is in; its fetch ends a moment later
 	if !p.Ready() {
 		t.Fatal("not Ready once the next range arrived")
 	}
