@@ -139,6 +139,19 @@ func (t *Tx) TakePending(ctx context.Context, chainID uint64, contracts []string
 	return scanPending(rows)
 }
 
+// AnyPending says whether pending_payments holds a row of contracts on
+// chain chainID. A writer holding the contracts' writer lock (LockWriters)
+// that finds none knows TakePending has nothing to take until it commits:
+// pending rows are put under the same lock.
+func (t *Tx) AnyPending(ctx context.Context, chainID uint64, contracts []string) (bool, error) {
+	var found bool
+	if err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pending_payments WHERE chain_id = $1 AND contract = ANY($2))`,
+		int64(chainID), contracts).Scan(&found); err != nil {
+		return false, fmt.Errorf("looking for pending payments: %w", interpret(err))
+	}
+	return found, nil
+}
+
 // PendingOf reads the pending rows of contracts on chain chainID, in chain
 // order.
 func (t *Tx) PendingOf(ctx context.Context, chainID uint64, contracts []string) ([]Pending, error) {

@@ -139,7 +139,7 @@ func (w *Writer) trackHead(stop, ctx context.Context, id string, maxBlocks int64
 	if err := t.tx.DropPending(ctx, d.drop); err != nil {
 		return HeadTotals{}, err
 	}
-	if err := t.tx.PutPending(ctx, d.put); err != nil {
+	if err := t.putPending(ctx, d.put); err != nil {
 		return HeadTotals{}, err
 	}
 	if from <= to {

@@ -383,3 +383,89 @@ func TestHeadTrackingFailureNeverStopsTheLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRangesWithoutPendingRowsLeaveThemAlone: a range transaction that
+// finds no pending row of its contracts, under their writer lock, writes
+// nothing to pending_payments for any of its ranges. Another session holds
+// the table in SHARE mode, which a DELETE waits for and a read does not:
+// the catch-up records every burn regardless. With a pending row, the same
+// lock stops the writer at its first range, and once it is released the
+// row is settled as before: the burn confirmed where it was seen.
+func TestRangesWithoutPendingRowsLeaveThemAlone(t *testing.T) {
+	t.Parallel()
+	node := newFakeChain(10)
+	node.setHead(10)
+	h := newHarness(t, node)
+	w := h.writer()
+	ctx := context.Background()
+	if _, err := w.Seed(ctx, "quiet", 0); err != nil {
+		t.Fatal(err)
+	}
+	var burns []chain.Burn
+	for b := uint64(1); b <= 10; b += 3 {
+		burns = append(burns, node.addBurn(b, byte(b), 0, int64(100+b)))
+	}
+	h.wcfg.MaxBlockRange = 2 // several ranges in the one transaction
+	w = h.writer()
+	share := func() func() {
+		t.Helper()
+		lock, err := h.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lock.Exec(ctx, `LOCK TABLE pending_payments IN SHARE MODE`); err != nil {
+			t.Fatal(err)
+		}
+		release := func() { _ = lock.Rollback(ctx) }
+		t.Cleanup(release) // before the pool closes, should the test stop first
+		return release
+	}
+	release := share()
+	res := advanceOnce(t, w, "quiet", 10)
+	release()
+	if res.To != 10 || res.Inserted != int64(len(burns)) {
+		t.Fatalf("catch-up beside the lock: %+v", res)
+	}
+	if got, want := h.ledger(), expected(burns...); !slices.Equal(got, want) {
+		t.Fatalf("ledger %q, want %q", got, want)
+	}
+	if c := h.cursorOf("quiet"); c.Block != 10 {
+		t.Fatalf("cursor at %d, want 10", c.Block)
+	}
+
+	// A burn seen at the head is pending; the blocks that settle it wait
+	// for the lock.
+	node.setHead(14)
+	seen := node.addBurn(12, 0x12, 0, 212)
+	if got := track(t, w, "quiet"); got.Seen != 1 || got.Pending != 1 {
+		t.Fatalf("head pass: %+v", got)
+	}
+	node.target = 14
+	release = share()
+	tx, err := w.Begin(ctx, ctx, "quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.Advance(ctx, 14, time.Minute)
+	tx.Rollback()
+	release()
+	if err == nil {
+		t.Fatal("a range with a pending row was recorded while pending_payments was locked")
+	}
+	if res := advanceOnce(t, w, "quiet", 14); res.To != 14 || res.Inserted != 1 || res.Events[payments.KindConfirmed] != 1 {
+		t.Fatalf("catch-up after the lock: %+v", res)
+	}
+	if got := h.pending(); len(got) != 0 {
+		t.Fatalf("pending %q after the burn was confirmed", got)
+	}
+	if got, want := h.ledger(), expected(append(burns, seen)...); !slices.Equal(got, want) {
+		t.Fatalf("ledger %q, want %q", got, want)
+	}
+	evs := h.events()
+	if want := ev(len(evs)-1, payments.KindSeen, seen); evs[len(evs)-2] != want {
+		t.Fatalf("events %q, want %q before the last", evs, want)
+	}
+	if want := ev(len(evs), payments.KindConfirmed, seen); evs[len(evs)-1] != want {
+		t.Fatalf("events %q, want %q last", evs, want)
+	}
+}
