@@ -14,7 +14,7 @@ import (
 	"github.com/burnpoller/burnpoller/internal/harness"
 )
 
-// catchUp times n replicas from an empty ledger to target.
+// catchUp times n replicas from an empty ledger, migrated, to target.
 //
 // With kill, the busy lock holder is SIGKILLed once a quarter of the range is
 // done; catchUp returns as soon as another replica holds the lock, with the
@@ -26,6 +26,9 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 		return CatchUp{}, err
 	}
 	defer dropDB(ctx, b.admin, name)
+	if err := b.migrate(ctx, dbURL); err != nil {
+		return CatchUp{}, err
+	}
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return CatchUp{}, err

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // freshDB creates the database name on admin, dropping any left from an
-// earlier run, and returns its URL. The poller migrates it at start
-// (MIGRATE defaults to true).
+// earlier run, and returns its URL. migrate applies the schema.
 func freshDB(ctx context.Context, admin, name string) (string, error) {
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
@@ -29,6 +30,19 @@ func freshDB(ctx context.Context, admin, name string) (string, error) {
 	}
 	u.Path = "/" + name
 	return u.String(), nil
+}
+
+// migrate applies the poller's migrations to the database at dbURL, with
+// the poller under test (-poller, for paired runs), so that the schema is
+// its own; before a timer starts, as a deployment migrates once and not at
+// every catch-up.
+func (b *bench) migrate(ctx context.Context, dbURL string) error {
+	cmd := exec.CommandContext(ctx, b.bin, "migrate")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("migrating with %s: %w: %s", b.bin, err, out)
+	}
+	return nil
 }
 
 // dropDB drops the database name on admin, best effort.

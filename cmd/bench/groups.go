@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,12 +161,8 @@ func (b *bench) groupRun(ctx context.Context, contracts []burnContracts, first i
 		return GroupRun{}, err
 	}
 	defer conn.Close(ctx)
-	// By the poller under test (-poller, for paired runs), so that the
-	// schema is its own.
-	migrate := exec.CommandContext(ctx, b.bin, "migrate")
-	migrate.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
-	if out, err := migrate.CombinedOutput(); err != nil {
-		return GroupRun{}, fmt.Errorf("migrating with %s: %w: %s", b.bin, err, out)
+	if err := b.migrate(ctx, dbURL); err != nil {
+		return GroupRun{}, err
 	}
 	logDir, err := os.MkdirTemp("", "bench-groups-")
 	if err != nil {
