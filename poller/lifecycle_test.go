@@ -396,6 +396,7 @@ func TestRangesWithoutPendingRowsLeaveThemAlone(t *testing.T) {
 	node := newFakeChain(10)
 	node.setHead(10)
 	h := newHarness(t, node)
+	h.wcfg.MaxBlockRange = 2 // several ranges in the one transaction
 	w := h.writer()
 	ctx := context.Background()
 	if _, err := w.Seed(ctx, "quiet", 0); err != nil {
@@ -405,8 +406,6 @@ func TestRangesWithoutPendingRowsLeaveThemAlone(t *testing.T) {
 	for b := uint64(1); b <= 10; b += 3 {
 		burns = append(burns, node.addBurn(b, byte(b), 0, int64(100+b)))
 	}
-	h.wcfg.MaxBlockRange = 2 // several ranges in the one transaction
-	w = h.writer()
 	share := func() func() {
 		t.Helper()
 		lock, err := h.pool.Begin(ctx)
