@@ -134,6 +134,12 @@ func TestGroupsServedByOneReplicaSet(t *testing.T) {
 	for _, addr := range addrs {
 		waitFor(t, time.Minute, addr+" ready", func() bool { c, _ := readyz(addr); return c == http.StatusOK })
 	}
+	// The process is ready before each group's poller has gone round once
+	// (a group is "starting" until then): wait for group one's.
+	waitFor(t, time.Minute, "group one ready on "+addrs[0], func() bool {
+		_, st := readyzStatus(t, addrs[0])
+		return st.Groups["one"].Status == probe.GroupReady
+	})
 	code, st := readyzStatus(t, addrs[0])
 	if code != http.StatusOK || st.Status != "ready" || st.Checks["database"] != "ok" || len(st.Groups) != 2 ||
 		st.Groups["one"].Status != probe.GroupReady || st.Groups["two"].Checks["node"] != "ok" {
