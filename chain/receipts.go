@@ -299,7 +299,15 @@ func (c *Client) receipts(ctx context.Context, blocks []Header, logs map[uint64]
 				return nil, err
 			}
 		}
-		rs, err := c.txReceipts(ctx, txs)
+		size := receiptTxs
+		if set.over[h.Number] {
+			// The block's receipts were over the cap as one reply; its
+			// transactions' together most likely are too. Each batch member
+			// is billed as one call, so two halves cost what one batch does,
+			// and a reply over the cap costs every call in it for nothing.
+			size = min(size, (len(txs)+1)/2)
+		}
+		rs, err := c.txReceipts(ctx, txs, size)
 		if err != nil {
 			return nil, err
 		}
@@ -326,7 +334,7 @@ func (c *Client) allTxReceipts(ctx context.Context, blocks []Header, set *receip
 	for _, h := range blocks {
 		txs = append(txs, h.Txs...)
 	}
-	rs, err := c.txReceipts(ctx, txs)
+	rs, err := c.txReceipts(ctx, txs, receiptTxs)
 	if err != nil {
 		return err
 	}
@@ -339,17 +347,27 @@ func (c *Client) allTxReceipts(ctx context.Context, blocks []Header, set *receip
 }
 
 // receiptSet gathers the receipts of batches read at the same time, and the
-// blocks left to read transaction by transaction.
+// blocks left to read transaction by transaction (over: those left because
+// their receipts were over the reply cap).
 type receiptSet struct {
 	mu   sync.Mutex
 	m    map[uint64][]rpcReceipt
 	left []Header
+	over map[uint64]bool
 }
 
-func (s *receiptSet) leave(blocks []Header) {
+func (s *receiptSet) leave(blocks []Header, overCap bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.left = append(s.left, blocks...)
+	if overCap {
+		if s.over == nil {
+			s.over = make(map[uint64]bool)
+		}
+		for _, h := range blocks {
+			s.over[h.Number] = true
+		}
+	}
 }
 
 // blockReceipts asks for the receipts of blocks in one batch, into set. The
@@ -367,14 +385,14 @@ func (c *Client) blockReceipts(ctx context.Context, blocks []Header, logs map[ui
 	case err == nil:
 	case methodMissing(err):
 		c.noBlockReceipts.Store(true)
-		set.leave(blocks)
+		set.leave(blocks, false)
 		return nil
 	case errors.Is(err, ErrResponseTooLarge) && len(blocks) > 1:
 		// Smaller batches from now on, these blocks included.
 		c.shrinkReceiptBatch(len(blocks) / 2)
 		return c.blockReceiptsInBatches(ctx, blocks, logs, set)
 	case errors.Is(err, ErrResponseTooLarge):
-		set.leave(blocks)
+		set.leave(blocks, true)
 		return nil
 	default:
 		return err
@@ -409,7 +427,7 @@ func (c *Client) blockReceiptsInBatches(ctx context.Context, blocks []Header, lo
 	g.SetLimit(fetchParallel)
 	for len(blocks) > 0 {
 		if c.noBlockReceipts.Load() {
-			set.leave(blocks)
+			set.leave(blocks, false)
 			break
 		}
 		n := receiptBatchLen(blocks, logs, c.receiptBatchSize())
@@ -464,15 +482,14 @@ func (c *Client) blockTxs(ctx context.Context, h Header) ([]common.Hash, error) 
 	return b.Transactions, nil
 }
 
-// txReceipts asks for the receipts of txs in batches of up to receiptTxs,
-// one after another. A transaction without a receipt is a bad reply: the
+// txReceipts asks for the receipts of txs in batches of up to size, one
+// after another. A transaction without a receipt is a bad reply: the
 // node named it in a canonical block. A batch whose reply is over the cap
 // (a block of thousands of burns: a receipt of a hundred burns with their
 // token transfers is about 125 KB) is halved until it fits, for the rest of
 // this call; a single receipt over the cap cannot be read, and says so.
-func (c *Client) txReceipts(ctx context.Context, txs []common.Hash) ([]rpcReceipt, error) {
+func (c *Client) txReceipts(ctx context.Context, txs []common.Hash, size int) ([]rpcReceipt, error) {
 	out := make([]rpcReceipt, 0, len(txs))
-	size := receiptTxs
 	for len(txs) > 0 {
 		chunk := txs[:min(len(txs), size)]
 		raws := make([]*rpcReceipt, len(chunk))
