@@ -24,6 +24,10 @@ var (
 	// ErrLockTimeout means another session holds the cursor row for longer
 	// than the lock wait: this replica is standby.
 	ErrLockTimeout = errors.New("cursor row is locked by another replica")
+	// ErrLockWait means a statement waited longer than the lock wait for
+	// a lock other than the cursor row's and the writers' (a table or row
+	// another session holds): nothing was written, try again.
+	ErrLockWait = errors.New("another session held a lock this transaction needs for longer than the lock wait")
 	// ErrCursorNotFound means the cursor row does not exist.
 	ErrCursorNotFound = errors.New("cursor not found")
 	// ErrCursorMoved means the cursor row no longer holds the value this
@@ -780,6 +784,10 @@ func scanCursor(row pgx.Row, id string) (Cursor, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Cursor{}, fmt.Errorf("cursor %q: %w", id, ErrCursorNotFound)
 	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		return Cursor{}, fmt.Errorf("reading cursor %q: %w: %w", id, ErrLockTimeout, err)
+	}
 	if err != nil {
 		return Cursor{}, fmt.Errorf("reading cursor %q: %w", id, interpret(err))
 	}
@@ -787,7 +795,9 @@ func scanCursor(row pgx.Row, id string) (Cursor, error) {
 }
 
 // interpret maps the SQLSTATEs the poller must tell apart to our errors,
-// keeping the original error in the chain.
+// keeping the original error in the chain. A lock wait over lock_timeout is
+// ErrLockWait here; the cursor row's (scanCursor) and the writers' lock
+// (lockWriters) name their own.
 func interpret(err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
@@ -795,7 +805,7 @@ func interpret(err error) error {
 	}
 	switch pgErr.Code {
 	case "55P03": // lock_not_available: lock_timeout expired
-		return fmt.Errorf("%w: %w", ErrLockTimeout, err)
+		return fmt.Errorf("%w: %w", ErrLockWait, err)
 	case "57014", "25P03": // query_canceled (statement_timeout), idle_in_transaction_session_timeout
 		return fmt.Errorf("%w: %w", ErrTimeout, err)
 	}

@@ -448,8 +448,8 @@ func TestRangesWithoutPendingRowsLeaveThemAlone(t *testing.T) {
 	_, err = tx.Advance(ctx, 14, time.Minute)
 	tx.Rollback()
 	release()
-	if !errors.Is(err, payments.ErrLockTimeout) {
-		t.Fatalf("a range with a pending row, pending_payments locked: %v, want a lock timeout", err)
+	if !errors.Is(err, payments.ErrLockWait) || errors.Is(err, payments.ErrLockTimeout) {
+		t.Fatalf("a range with a pending row, pending_payments locked: %v, want ErrLockWait, not the cursor's lock timeout", err)
 	}
 	if res := advance(t, w, node, "quiet"); res.To != 14 || res.Inserted != 1 || res.Events[payments.KindConfirmed] != 1 {
 		t.Fatalf("catch-up after the lock: %+v", res)
