@@ -683,11 +683,7 @@ func (t *Tx) LockWriters(ctx context.Context, chainID uint64, contracts []string
 	for _, c := range keys {
 		if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('burnpoller writers ' || $1::text || ' ' || $2, 0))`,
 			strconv.FormatUint(chainID, 10), c); err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
-				return fmt.Errorf("waiting for the other writers of contract %s: %w: %w", c, ErrWritersBusy, err)
-			}
-			return fmt.Errorf("waiting for the other writers of contract %s: %w", c, interpret(err))
+			return fmt.Errorf("waiting for the other writers of contract %s: %w", c, interpretLock(err, ErrWritersBusy))
 		}
 	}
 	return nil
@@ -784,28 +780,27 @@ func scanCursor(row pgx.Row, id string) (Cursor, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Cursor{}, fmt.Errorf("cursor %q: %w", id, ErrCursorNotFound)
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
-		return Cursor{}, fmt.Errorf("reading cursor %q: %w: %w", id, ErrLockTimeout, err)
-	}
 	if err != nil {
-		return Cursor{}, fmt.Errorf("reading cursor %q: %w", id, interpret(err))
+		return Cursor{}, fmt.Errorf("reading cursor %q: %w", id, interpretLock(err, ErrLockTimeout))
 	}
 	return c, nil
 }
 
 // interpret maps the SQLSTATEs the poller must tell apart to our errors,
-// keeping the original error in the chain. A lock wait over lock_timeout is
-// ErrLockWait here; the cursor row's (scanCursor) and the writers' lock
-// (lockWriters) name their own.
-func interpret(err error) error {
+// keeping the original error in the chain; a lock wait over lock_timeout is
+// ErrLockWait.
+func interpret(err error) error { return interpretLock(err, ErrLockWait) }
+
+// interpretLock is interpret for a statement whose lock wait has its own
+// name: the cursor row's (ErrLockTimeout), the writers' (ErrWritersBusy).
+func interpretLock(err, lockWait error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return err
 	}
 	switch pgErr.Code {
 	case "55P03": // lock_not_available: lock_timeout expired
-		return fmt.Errorf("%w: %w", ErrLockWait, err)
+		return fmt.Errorf("%w: %w", lockWait, err)
 	case "57014", "25P03": // query_canceled (statement_timeout), idle_in_transaction_session_timeout
 		return fmt.Errorf("%w: %w", ErrTimeout, err)
 	}
