@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/payments"
 )
 
@@ -176,14 +176,14 @@ func (c *consumer) batch(ctx context.Context, h Handler) (more bool, err error) 
 	// Read committed whatever the server's default: the offset row,
 	// locked after another consumer of the name moved it, reads as moved
 	// rather than failing as a serialization conflict.
-	tx, err := c.pool.BeginTx(bctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	// The bounds are in force from BEGIN on.
+	tx, err := c.pool.BeginTx(bctx, database.BeginBounded(
+		database.Bound{Setting: "statement_timeout", Limit: c.cfg.batchTimeout},
+		database.Bound{Setting: "idle_in_transaction_session_timeout", Limit: c.cfg.batchTimeout}))
 	if err != nil {
 		return false, fmt.Errorf("beginning a batch: %w", interpret(err))
 	}
 	defer rollback(ctx, tx)
-	if err := bound(bctx, tx, c.cfg.batchTimeout); err != nil {
-		return false, err
-	}
 	held, ok, err := lockOffset(bctx, tx, c.name)
 	if err != nil {
 		return false, err
@@ -271,18 +271,6 @@ func (ownedTx) Commit(context.Context) error { return ErrTxOwned }
 // Rollback refuses: a failing handler returns its error, and the consumer
 // rolls back.
 func (ownedTx) Rollback(context.Context) error { return ErrTxOwned }
-
-// bound applies the batch's limits to the rest of tx on the server, so that
-// a consumer that freezes or loses its network holds its offset row no
-// longer than d: set_config(..., true) is SET LOCAL with parameters.
-func bound(ctx context.Context, tx pgx.Tx, d time.Duration) error {
-	ms := strconv.FormatInt(d.Milliseconds(), 10) + "ms"
-	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true),
-		set_config('idle_in_transaction_session_timeout', $1, true)`, ms); err != nil {
-		return fmt.Errorf("bounding the batch: %w", interpret(err))
-	}
-	return nil
-}
 
 // rollback ends tx, even once ctx has ended, within a second.
 func rollback(ctx context.Context, tx pgx.Tx) {

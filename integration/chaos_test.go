@@ -477,14 +477,16 @@ func TestChaos(t *testing.T) {
 // frozenSession is the poller session of this database that has sat idle
 // inside a transaction for 400 ms or more, a holder stopped between
 // statements, with the moment its idle period began: Postgres ends it
-// (idle_in_transaction_session_timeout) TX_TIMEOUT after that. Only the
-// cursor holder can be idle in a transaction that long (a standby waits
-// on the lock, which is not idle); ok is false when no session is.
+// (idle_in_transaction_session_timeout) TX_TIMEOUT after that. It must
+// hold the cursor row (pgrowlocks): a replica stopped between its BEGIN and
+// the cursor lock is idle in a transaction that holds nothing, and a
+// standby waiting on the lock is not idle; ok is false when no session is.
 func frozenSession(t *testing.T, pool *pgxpool.Pool) (pid int32, idleSince time.Time, ok bool) {
 	t.Helper()
 	err := pool.QueryRow(context.Background(), `SELECT pid, state_change FROM pg_stat_activity
 		WHERE datname = current_database() AND application_name = 'burnpoller'
-		AND state = 'idle in transaction' AND state_change < now() - interval '400 ms'`).Scan(&pid, &idleSince)
+		AND state = 'idle in transaction' AND state_change < now() - interval '400 ms'
+		AND pid IN (SELECT unnest(pids) FROM pgrowlocks('block_cursors'))`).Scan(&pid, &idleSince)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, time.Time{}, false
@@ -508,6 +510,9 @@ func TestFrozenHolderIsReplaced(t *testing.T) {
 	_, info := startDevchain(t, "--block-time", "100ms", "--burn-rate", "10")
 	pool, dbURL := pgtest.NewPool(t)
 	auditCursor(t, pool)
+	if _, err := pool.Exec(context.Background(), `CREATE EXTENSION IF NOT EXISTS pgrowlocks`); err != nil {
+		t.Fatal(err)
+	}
 	const txTimeout = 3 * time.Second
 	type rep struct {
 		addr string

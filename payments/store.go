@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/burnpoller/burnpoller/database"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -307,16 +308,15 @@ type Tx struct {
 func (s *Store) Begin(ctx context.Context, limits Limits) (*Tx, error) {
 	// Read committed whatever the server's default: a later statement must
 	// see what another writer committed while this one waited for a lock.
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	// The limits are in force from BEGIN on.
+	tx, err := s.pool.BeginTx(ctx, database.BeginBounded(
+		database.Bound{Setting: "lock_timeout", Limit: limits.LockWait},
+		database.Bound{Setting: "statement_timeout", Limit: limits.TxTimeout},
+		database.Bound{Setting: "idle_in_transaction_session_timeout", Limit: limits.TxTimeout}))
 	if err != nil {
 		return nil, fmt.Errorf("beginning transaction: %w", interpret(err))
 	}
-	t := &Tx{tx: tx, limits: limits}
-	if err := t.bound(ctx); err != nil {
-		rollback(tx)
-		return nil, err
-	}
-	return t, nil
+	return &Tx{tx: tx, limits: limits}, nil
 }
 
 // bound applies the limits to the rest of the transaction.

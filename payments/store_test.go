@@ -332,7 +332,10 @@ func TestMoveCursorRefusesAStaleFrom(t *testing.T) {
 }
 
 // TestTransactionsAreBoundedOnTheServer: the bounds that free a frozen
-// holder's lock are set inside the transaction, on the server.
+// holder's lock are set inside the transaction, on the server, by the
+// statement that begins it: there is no moment at which the session is idle
+// in a transaction without them (a client frozen there would keep it open
+// for good).
 func TestTransactionsAreBoundedOnTheServer(t *testing.T) {
 	t.Parallel()
 	s, pool := newStore(t)
@@ -342,6 +345,15 @@ func TestTransactionsAreBoundedOnTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
+	var state, last string
+	if err := pool.QueryRow(ctx, `SELECT state, query FROM pg_stat_activity WHERE pid = $1`,
+		int32(tx.BackendPIDForTest())).Scan(&state, &last); err != nil {
+		t.Fatal(err)
+	}
+	if want := `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL "lock_timeout" = 1500; SET LOCAL "statement_timeout" = 7000; ` +
+		`SET LOCAL "idle_in_transaction_session_timeout" = 7000`; state != "idle in transaction" || last != want {
+		t.Fatalf("the session after Begin: %s after %q, want idle in transaction after %q", state, last, want)
+	}
 	var got []string
 	for _, name := range []string{"lock_timeout", "statement_timeout", "idle_in_transaction_session_timeout"} {
 		var v string
