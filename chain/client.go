@@ -573,12 +573,11 @@ func (c *Client) call(ctx context.Context, result any, method string, args ...an
 	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	w, err := c.conn(rctx)
-	switch {
-	case err == nil && c.httpc != nil:
+	var err error
+	if c.httpc != nil {
 		err = c.httpCall(rctx, c.httpc, result, method, args)
-	case err == nil:
-		err = w.call(rctx, result, method, args)
+	} else {
+		err = c.overWS(rctx, func(w *wsConn) error { return w.call(rctx, result, method, args) })
 	}
 	if err != nil {
 		res, e := c.failure(ctx, err, method)
@@ -597,12 +596,11 @@ func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
 	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	w, err := c.conn(rctx)
-	switch {
-	case err == nil && c.httpc != nil:
+	var err error
+	if c.httpc != nil {
 		err = c.httpBatch(rctx, c.httpc, elems)
-	case err == nil:
-		err = w.batch(rctx, elems)
+	} else {
+		err = c.overWS(rctx, func(w *wsConn) error { return w.batch(rctx, elems) })
 	}
 	took := time.Since(start)
 	if err != nil {
@@ -629,6 +627,22 @@ func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
 		return first
 	}
 	return nil
+}
+
+// overWS sends a request with send on the WebSocket connection, dialled
+// if need be, and once more on a new one if the connection was lost before
+// the request was written (another request's reply broke it in between).
+func (c *Client) overWS(ctx context.Context, send func(*wsConn) error) error {
+	for try := 0; ; try++ {
+		w, err := c.conn(ctx)
+		if err != nil {
+			return err
+		}
+		err = send(w)
+		if !errors.Is(err, errNotSent) || try == 1 {
+			return err
+		}
+	}
 }
 
 // failure turns a failed request into the error to return and the result

@@ -175,7 +175,11 @@ func (c *wsConn) send(ctx context.Context, r *wsRequest, body func(base int64) (
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
-		return c.err
+		// Not the request's fault, and never its reply's: the reason is
+		// told, not wrapped (a read limit another reply hit is no reply
+		// of this one over the cap), and the caller sends it again on a
+		// new connection.
+		return fmt.Errorf("%w (%s)", errNotSent, c.err.Error())
 	}
 	r.base = c.nextID
 	c.nextID += int64(len(r.elems))
@@ -269,6 +273,10 @@ func (c *wsConn) read() {
 		}
 	}
 }
+
+// errNotSent is a request not written because its connection was lost
+// before: it is sent again on a new one.
+var errNotSent = errors.New("request not sent: the connection was lost before it")
 
 // wsPeek is how much of a message is looked at for its id before its
 // reply is decoded from the connection as it comes.
@@ -367,7 +375,10 @@ func firstID(msg []byte) (id int64, notification, found bool) {
 	return 0, false, false
 }
 
-// fail ends the connection with err, the reason reading stopped.
+// fail ends the connection with err, the reason reading stopped. The
+// connection is marked lost (broken) before any waiting request hears of
+// it: a caller that calls again at once dials a new one instead of being
+// handed this one and its error, which belongs to another reply.
 func (c *wsConn) fail(err error) {
 	_ = c.conn.Close()
 	c.mu.Lock()
@@ -375,10 +386,10 @@ func (c *wsConn) fail(err error) {
 	pending := c.pending
 	c.pending = nil
 	c.mu.Unlock()
+	close(c.done)
 	for _, r := range pending {
 		r.done <- c.err
 	}
-	close(c.done)
 }
 
 // ping keeps the connection alive while it is idle; the pongs move the
