@@ -52,8 +52,8 @@
 // the next window: a slow handler slows the consumer and never grows its
 // memory. A batch is bounded by BatchTimeout: Run's transaction gets it as
 // the client's deadline and as the server's statement_timeout and
-// idle_in_transaction_session_timeout (set_config(..., true), so they end
-// with the transaction); no event is handed over once half of it has
+// idle_in_transaction_session_timeout (SET LOCAL in the query that begins
+// it, so they hold from its start and end with it); no event is handed over once half of it has
 // passed, and what was handled commits. A single event whose handler needs
 // more than BatchTimeout fails every time: raise BatchTimeout.
 //

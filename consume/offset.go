@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/burnpoller/burnpoller/database"
 )
 
 // The offset row of a consumer name in consumer_offsets (migration 11):
@@ -211,6 +213,10 @@ func release(ctx context.Context, pool *pgxpool.Pool, name, owner string) error 
 	return nil
 }
 
+// resetIdleTimeout is how long Reset's transaction may sit idle on the
+// server before Postgres ends its session (and the transaction with it).
+var resetIdleTimeout = DefaultBatchTimeout
+
 // Reset sets consumer name's offset to event seq (0: before the first
 // event), recorded with the event_id and history payment_events holds at
 // seq, and clears its lease; it creates the row if the name has none. It
@@ -218,7 +224,10 @@ func release(ctx context.Context, pool *pgxpool.Pool, name, owner string) error 
 // wherever it is told, back or forward: use it after a DivergedError once
 // you know which events the handler's effects already include (see the
 // package doc, "Tail loss"), or after ErrNoOffset, to the last event the
-// service applied. A seq the table does not hold is ErrNoEvent.
+// service applied. A seq the table does not hold is ErrNoEvent. Its
+// transaction may sit idle on the server for at most DefaultBatchTimeout:
+// Postgres ends the session of a caller frozen in it, and what it wrote
+// with it.
 func Reset(ctx context.Context, pool *pgxpool.Pool, name string, seq int64) error {
 	if name == "" {
 		return errors.New("consume: empty consumer name")
@@ -226,7 +235,13 @@ func Reset(ctx context.Context, pool *pgxpool.Pool, name string, seq int64) erro
 	if seq < 0 {
 		return fmt.Errorf("consume: seq %d is negative", seq)
 	}
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	// Bounded from BEGIN on, as every writer's transaction: a caller frozen
+	// after its write would otherwise keep the name's offset row locked,
+	// and every consumer of the name waiting, for as long as its
+	// connection lives. Its wait for a batch in flight is not bounded here:
+	// the batch's own bounds end it.
+	opts := database.BeginBounded(database.Bound{Setting: "idle_in_transaction_session_timeout", Limit: resetIdleTimeout})
+	return pgx.BeginTxFunc(ctx, pool, opts, func(tx pgx.Tx) error {
 		pos, err := positionAt(ctx, tx, seq)
 		if err != nil {
 			return fmt.Errorf("resetting consumer %q: %w", name, err)
