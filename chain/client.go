@@ -573,12 +573,9 @@ func (c *Client) call(ctx context.Context, result any, method string, args ...an
 	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	var err error
-	if c.httpc != nil {
-		err = c.httpCall(rctx, c.httpc, result, method, args)
-	} else {
-		err = c.overWS(rctx, func(w *wsConn) error { return w.call(rctx, result, method, args) })
-	}
+	err := c.roundTrip(rctx,
+		func() error { return c.httpCall(rctx, c.httpc, result, method, args) },
+		func(w *wsConn) error { return w.call(rctx, result, method, args) })
 	if err != nil {
 		res, e := c.failure(ctx, err, method)
 		c.opts.Observer.RPC(c.display, method, res, time.Since(start))
@@ -596,12 +593,9 @@ func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
 	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	var err error
-	if c.httpc != nil {
-		err = c.httpBatch(rctx, c.httpc, elems)
-	} else {
-		err = c.overWS(rctx, func(w *wsConn) error { return w.batch(rctx, elems) })
-	}
+	err := c.roundTrip(rctx,
+		func() error { return c.httpBatch(rctx, c.httpc, elems) },
+		func(w *wsConn) error { return w.batch(rctx, elems) })
 	took := time.Since(start)
 	if err != nil {
 		res, e := c.failure(ctx, err, "batch")
@@ -629,16 +623,20 @@ func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
 	return nil
 }
 
-// overWS sends a request with send on the WebSocket connection, dialled
-// if need be, and once more on a new one if the connection was lost before
-// the request was written (another request's reply broke it in between).
-func (c *Client) overWS(ctx context.Context, send func(*wsConn) error) error {
+// roundTrip sends a request: overHTTP for an HTTP endpoint, overWS on
+// the WebSocket connection, dialled if need be, and once more on a new
+// one if the connection was lost before the request was written (another
+// request's reply broke it in between). A closed client sends nothing.
+func (c *Client) roundTrip(ctx context.Context, overHTTP func() error, overWS func(*wsConn) error) error {
 	for try := 0; ; try++ {
 		w, err := c.conn(ctx)
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
+		case c.httpc != nil:
+			return overHTTP()
 		}
-		err = send(w)
+		err = overWS(w)
 		if !errors.Is(err, errNotSent) || try == 1 {
 			return err
 		}

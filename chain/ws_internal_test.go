@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,7 +137,10 @@ func TestRequestNotSentIsSentOnANewConnection(t *testing.T) {
 	} {
 		tries := 0
 		var n hexutil.Uint64
-		err := c.overWS(ctx, func(w *wsConn) error {
+		err := c.roundTrip(ctx, func() error {
+			t.Fatal("a WebSocket client sent over HTTP")
+			return nil
+		}, func(w *wsConn) error {
 			tries++
 			if tries <= tc.lost {
 				return errNotSent
@@ -149,5 +153,33 @@ func TestRequestNotSentIsSentOnANewConnection(t *testing.T) {
 		if !tc.wantErr && n != 42 {
 			t.Fatalf("%s: result %d, want 42", tc.name, n)
 		}
+	}
+}
+
+// A closed client sends nothing, over HTTP as over WebSocket: its calls
+// fail with errClosed.
+func TestClosedClientSendsNothing(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":"0x2a"}`))
+	}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, url := range []string{srv.URL, "ws" + strings.TrimPrefix(srv.URL, "http")} {
+		c, err := Dial(ctx, url, Options{Timeout: 10 * time.Second, MaxResponseBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		var n hexutil.Uint64
+		if err := c.call(ctx, &n, "eth_blockNumber"); !errors.Is(err, errClosed) {
+			t.Fatalf("%s: a call on a closed client = %v, want errClosed", url, err)
+		}
+	}
+	if got := requests.Load(); got != 0 {
+		t.Fatalf("%d requests reached the node from closed clients, want none", got)
 	}
 }

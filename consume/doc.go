@@ -53,9 +53,10 @@
 // memory. A batch is bounded by BatchTimeout: Run's transaction gets it as
 // the client's deadline and as the server's statement_timeout and
 // idle_in_transaction_session_timeout (SET LOCAL in the query that begins
-// it, so they hold from its start and end with it); no event is handed over once half of it has
-// passed, and what was handled commits. A single event whose handler needs
-// more than BatchTimeout fails every time: raise BatchTimeout.
+// it, so they hold from its start and end with it); no event is handed
+// over once half of it has passed, and what was handled commits. A single
+// event whose handler needs more than BatchTimeout fails every time: raise
+// BatchTimeout.
 //
 // A handler error in Run rolls the whole batch back (nothing of the failing
 // event, nor of the events before it in the batch, is committed) and the
