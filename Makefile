@@ -21,7 +21,7 @@ FUZZTIME ?=
 all: build
 
 build:
-	go build -buildvcs=true -o bin/poller ./config
+	go build -buildvcs=true -o bin/poller ./cmd/poller
 	go build -o bin/devchain ./cmd/devchain
 	go build -o bin/webhook-receiver ./cmd/webhook-receiver
 

@@ -7,11 +7,19 @@
 # reorg); Ctrl-C stops everything.
 #   DEMO_DATABASE_URL   admin URL of the local server (default postgres://postgres@127.0.0.1:5432/postgres)
 #   DEMO_BURN_RATE      burns per second (default 3)
+#   DEMO_SECONDS        run unattended for this many seconds, then stop and
+#                       exit 0 only if seen and confirmed events were printed
+#                       and every process was still running (default: until Ctrl-C)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 admin_url=${DEMO_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 burn_rate=${DEMO_BURN_RATE:-3}
+seconds=${DEMO_SECONDS:-}
+if [ -n "$seconds" ] && ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
+  echo "demo: DEMO_SECONDS must be a whole number of seconds, got '$seconds'" >&2
+  exit 2
+fi
 db=burnpoller_demo
 db_url="${admin_url%/*}/$db"
 logs=$(mktemp -d)
@@ -30,7 +38,7 @@ cleanup() {
   wait 2>/dev/null || true
   echo "demo: logs are in $logs"
 }
-trap cleanup INT TERM EXIT
+trap cleanup INT TERM HUP PIPE EXIT
 
 ./bin/devchain --addr 127.0.0.1:8545 --block-time 500ms --burn-rate "$burn_rate" --reorg-every 15s --reorg-depth 3 \
   >"$logs/devchain.json" 2>"$logs/devchain.log" &
@@ -58,4 +66,27 @@ done
 echo "demo: finalized blocks come every 32 blocks (16s); payments appear as they are committed"
 
 # The live view: every payment event, read by seq as its transaction commits.
-DATABASE_URL="$db_url" LOG_FORMAT=text ./bin/poller tail
+if [ -z "$seconds" ]; then
+  DATABASE_URL="$db_url" LOG_FORMAT=text ./bin/poller tail
+  exit
+fi
+
+# Unattended: tail for DEMO_SECONDS, then judge what it printed.
+DATABASE_URL="$db_url" LOG_FORMAT=text ./bin/poller tail 2>"$logs/tail.log" > >(tee "$logs/tail.out") &
+pids+=($!)
+sleep "$seconds"
+dead=()
+for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null || dead+=("$pid"); done
+seen=$(grep -c ' seen ' "$logs/tail.out" || true)
+confirmed=$(grep -c ' confirmed ' "$logs/tail.out" || true)
+echo "demo: after ${seconds}s: $seen seen and $confirmed confirmed events printed"
+status=0
+if [ "${#dead[@]}" -gt 0 ]; then
+  echo "demo: FAIL: ${#dead[@]} process(es) stopped before the end (pids ${dead[*]}); see $logs" >&2
+  status=1
+fi
+if [ "$seen" -eq 0 ] || [ "$confirmed" -eq 0 ]; then
+  echo "demo: FAIL: expected both seen and confirmed events; see $logs" >&2
+  status=1
+fi
+exit "$status"
