@@ -165,7 +165,7 @@ func freezeInside(t *testing.T, pool *pgxpool.Pool, g *group, sleeping func() in
 	var cursorRow, writers, staged bool
 	if err := pool.QueryRow(context.Background(), `SELECT
 		EXISTS (SELECT 1 FROM pgrowlocks('block_cursors') WHERE $1 = ANY(pids)),
-		EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND granted),
+		EXISTS (SELECT 1 FROM pgrowlocks('writer_locks') WHERE $1 = ANY(pids)),
 		EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND relation = 'payment_events_staged'::regclass AND granted)`,
 		pid).Scan(&cursorRow, &writers, &staged); err != nil {
 		t.Fatal(err)

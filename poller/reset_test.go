@@ -166,7 +166,7 @@ func TestResetMarksTheOrphanedBranch(t *testing.T) {
 // contract's writers' lock (every other writer of the contract would wait
 // on the node with it): it rolls back, reads the hash with no lock held and
 // starts again. Every Headers call finds no writers' lock held in the
-// ledger's database; the reset ends at --to with nothing orphaned and the
+// ledger's database (no row of writer_locks locked, no advisory lock); the reset ends at --to with nothing orphaned and the
 // ledger as it was.
 func TestResetNeverAsksTheNodeHoldingTheWritersLock(t *testing.T) {
 	t.Parallel()
@@ -174,6 +174,9 @@ func TestResetNeverAsksTheNodeHoldingTheWritersLock(t *testing.T) {
 	node := newFakeChain(10)
 	want := expected(node.addBurn(3, 1, 0, 5), node.addBurn(7, 2, 0, 6), node.addBurn(14, 3, 0, 7))
 	h := newHarness(t, node)
+	if _, err := h.pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pgrowlocks`); err != nil {
+		t.Fatal(err)
+	}
 	live := h.writer()
 	if _, err := live.Seed(ctx, "test", -1); err != nil {
 		t.Fatal(err)
@@ -190,8 +193,9 @@ func TestResetNeverAsksTheNodeHoldingTheWritersLock(t *testing.T) {
 	)
 	node.headersHook = func(ns []uint64) {
 		var n int
-		if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks
-			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
+		if err := h.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+			+ (SELECT count(*) FROM pgrowlocks('writer_locks'))`).Scan(&n); err != nil {
 			t.Error(err)
 		}
 		mu.Lock()

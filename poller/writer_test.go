@@ -253,7 +253,7 @@ func TestWritersOfAContractRecordOneAtATime(t *testing.T) {
 	waitFor(t, 10*time.Second, "the live writer waiting for the backfill", func() bool {
 		var n int
 		err := h.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&n)
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%writer_locks%'`).Scan(&n)
 		return err == nil && n == 1
 	})
 	select {

@@ -199,7 +199,7 @@ func (s *startup) schema(ctx, stop context.Context) error {
 	sessions := cmp.Or(s.d.Sessions, s.d.Pool)
 	return s.retry(ctx, "migrating failed", func() error {
 		if s.d.CheckSessions != nil {
-			err := s.d.CheckSessions(ctx, "MIGRATE=true (the migrations' lock)")
+			err := s.d.CheckSessions(ctx, "MIGRATE=true (a migration's session)")
 			if errors.Is(err, database.ErrNoSessions) {
 				return backoff.Permanent(fmt.Errorf("%w: %w", ErrRefused, err))
 			}

@@ -156,15 +156,16 @@ func reportProblems(stderr io.Writer, problems []string) int {
 func cmdMigrate(stdout, stderr io.Writer) int {
 	return dbCommand(stderr, nil, func(ctx context.Context, c *command, _ *pgxpool.Pool) int {
 		log := c.log
-		// tern holds a session lock: DATABASE_DIRECT_URL when
-		// DATABASE_URL goes through a transaction pooler.
+		// A migration outside a transaction runs statement by statement
+		// on one session: DATABASE_DIRECT_URL when DATABASE_URL goes
+		// through a transaction pooler.
 		sessions, err := database.OpenSessions(ctx, c.cfg.Database(), "burnpoller")
 		if err != nil {
 			log.Error("connecting to the database", slog.Any("err", err))
 			return exitUsage
 		}
 		defer sessions.Close()
-		if err := sessions.Check(ctx, "poller migrate (the migrations' lock)"); err != nil {
+		if err := sessions.Check(ctx, "poller migrate (a migration's session)"); err != nil {
 			log.Error("migrating", slog.Any("err", err))
 			if errors.Is(err, database.ErrNoSessions) {
 				return exitUsage

@@ -1,6 +1,7 @@
-// Package migrations holds burnpoller's schema as embedded SQL files and
-// applies them with tern, which serialises concurrent migrators with an
-// advisory lock so that several replicas may start at once.
+// Package migrations holds burnpoller's schema as embedded SQL files in
+// tern's format, and applies them step by step (see MigrateTo): concurrent
+// migrators take turns on a row lock only a migrator may take, so that
+// several replicas may start at once and no other role can stop them.
 package migrations
 
 import (
@@ -86,89 +87,87 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (from int32, err error) {
 	return MigrateTo(ctx, conn, Latest())
 }
 
-// migrateIdleLimit bounds how long a migration's transaction may sit idle
-// waiting for its client.
-const migrateIdleLimit = "60s"
-
-// LockKey is the advisory lock burnpoller's migrators queue on before tern
-// takes its own (in pg_locks, a session waiting to migrate or migrating).
+// LockKey is the advisory lock the previous release's migrators queue on
+// (in pg_locks, a session waiting to migrate or migrating). This release
+// takes it too when it can, to keep those out, and passes it by when a role
+// that may not migrate holds it (see MigrateTo).
 const LockKey = 0x6275726e706f6c6c // "burnpoll"
 
-// MigrateTo brings the database to version (tests use it to build older
-// schemas) and returns the version it found. Concurrent migrators take turns.
+// MigrateTo brings the database to version, up or down (tests use it to
+// build older schemas), and returns the version it found. Concurrent
+// migrators take turns.
 //
-// They queue with pg_try_advisory_lock, polled between short statements,
-// rather than waiting inside one: a session blocked in pg_advisory_lock holds
-// a snapshot, and CREATE INDEX CONCURRENTLY in a migration waits for every
-// older snapshot of the database, while the blocked session waits for the
-// lock the index builder's session holds: a deadlock Postgres resolves by
-// failing one of them.
+// Each step locks the version row (SELECT … FOR UPDATE) and applies its
+// migration only if the version is still the one it follows: in the same
+// transaction for a migration that runs in one, and from a second session
+// holding the row for one that cannot (tern's "disable-tx", for CREATE
+// INDEX CONCURRENTLY), whose statements run one by one. A row lock needs
+// UPDATE on the version table, which only the migrations' owner has: no
+// reader, writer or stranger can take it, where the advisory locks before
+// it (tern's, LockKey) could be taken, and held for good, by any role.
+//
+// Migrators ask for the row with NOWAIT, polled, rather than waiting inside
+// a statement: a session blocked in a statement holds a snapshot, and
+// CREATE INDEX CONCURRENTLY waits for every older snapshot of the
+// database, while the blocked session waits for the index builder's lock.
 //
 // A database already at version is only read: replicas starting against an
-// up-to-date schema take no lock at all. While migrating, the session's
-// transactions are bounded by idle_in_transaction_session_timeout, so that
-// a migrator that freezes inside a migration (holding its table locks,
-// which every group's writers would queue behind) is ended by the server.
+// up-to-date schema take no lock at all. Every transaction a migration runs
+// in, and the session holding the row, is bounded by
+// idle_in_transaction_session_timeout, so that a migrator that freezes
+// (holding its table locks, which every group's writers would queue behind)
+// is ended by the server.
 func MigrateTo(ctx context.Context, conn *pgx.Conn, version int32) (from int32, err error) {
 	if v, err := Current(ctx, conn); err == nil && v == version {
 		return v, nil
 	}
-	if err := lock(ctx, conn); err != nil {
+	steps, err := load()
+	if err != nil {
+		return 0, err
+	}
+	if version < 0 || int(version) > len(steps) {
+		return 0, fmt.Errorf("no schema version %d: this binary has versions 0 to %d", version, len(steps))
+	}
+	if err := ensureVersionTable(ctx, conn); err != nil {
+		return 0, err
+	}
+	release, err := queueBehindOlderMigrators(ctx, conn)
+	if err != nil {
 		return 0, err
 	}
 	defer func() {
 		// Released even when ctx is done; a lost connection releases it too.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if _, uerr := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, int64(LockKey)); uerr != nil && err == nil {
-			err = fmt.Errorf("releasing the migration lock: %w", uerr)
-		}
-		if _, uerr := conn.Exec(uctx, `RESET idle_in_transaction_session_timeout`); uerr != nil && err == nil {
-			err = fmt.Errorf("resetting the migration session: %w", uerr)
+		if rerr := release(uctx); rerr != nil && err == nil {
+			err = rerr
 		}
 	}()
-	if _, err := conn.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, false)`, migrateIdleLimit); err != nil {
-		return 0, fmt.Errorf("bounding the migration session: %w", err)
-	}
-	return migrateTo(ctx, conn, version)
-}
-
-func lock(ctx context.Context, conn *pgx.Conn) error {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		var ok bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(LockKey)).Scan(&ok); err != nil {
-			return fmt.Errorf("taking the migration lock: %w", err)
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for another migrator: %w", ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
-func migrateTo(ctx context.Context, conn *pgx.Conn, version int32) (from int32, err error) {
-	m, err := migrate.NewMigrator(ctx, conn, VersionTable)
+	from, err = Current(ctx, conn)
 	if err != nil {
-		return 0, fmt.Errorf("preparing migrator: %w", err)
-	}
-	if err := m.LoadMigrations(files); err != nil {
-		return 0, fmt.Errorf("loading migrations: %w", err)
-	}
-	from, err = m.GetCurrentVersion(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("reading schema version: %w", err)
+		return 0, err
 	}
 	if err := compare(from); errors.Is(err, ErrTooNew) {
 		return from, err
 	}
-	if err := m.MigrateTo(ctx, version); err != nil {
-		return from, fmt.Errorf("migrating from version %d: %w", from, err)
+	r := runner{conn: conn, steps: steps}
+	for v := from; v != version; {
+		if v, err = r.step(ctx, v, version); err != nil {
+			return from, fmt.Errorf("migrating from version %d: %w", from, err)
+		}
 	}
 	return from, nil
+}
+
+// load reads the embedded migrations in tern's format.
+func load() ([]*migrate.Migration, error) {
+	// A migrator without a connection only loads: tern takes no lock.
+	m, err := migrate.NewMigrator(context.Background(), nil, VersionTable)
+	if err != nil {
+		return nil, fmt.Errorf("preparing migrator: %w", err)
+	}
+	if err := m.LoadMigrations(files); err != nil {
+		return nil, fmt.Errorf("loading migrations: %w", err)
+	}
+	return m.Migrations, nil
 }

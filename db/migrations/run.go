@@ -1,0 +1,277 @@
+package migrations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/tern/v2/migrate"
+)
+
+// idleLimit bounds how long a migration's transaction, or the session
+// holding the version row for one that runs outside a transaction, may sit
+// idle waiting for its client.
+const idleLimit = "60s"
+
+// heartbeat is how often the session holding the version row, idle while
+// the migration's statements run, tells the server its client is alive
+// (well within idleLimit).
+const heartbeat = 15 * time.Second
+
+// poll is how often a migrator asks again for a lock another one holds.
+const poll = 100 * time.Millisecond
+
+// disableTx is tern's marker for a migration that runs outside a
+// transaction, statement by statement.
+var disableTx = regexp.MustCompile(`(?m)^---- tern: disable-tx ----$`)
+
+// runner applies migrations steps[0..] on conn, one step at a time.
+type runner struct {
+	conn  *pgx.Conn
+	steps []*migrate.Migration
+}
+
+// step moves the database one version from v toward target, unless another
+// migrator moved it first, and returns the version it is at now.
+func (r runner) step(ctx context.Context, v, target int32) (int32, error) {
+	if target < v {
+		m := r.steps[v-1]
+		if m.DownSQL == "" {
+			return v, fmt.Errorf("migration %s cannot be undone", m.Name)
+		}
+		return r.apply(ctx, v, v-1, m.Name, m.DownSQL)
+	}
+	m := r.steps[v]
+	return r.apply(ctx, v, v+1, m.Name, m.UpSQL)
+}
+
+// apply runs sql, which moves the database from version v to to.
+func (r runner) apply(ctx context.Context, v, to int32, name, sql string) (int32, error) {
+	if disableTx.MatchString(sql) {
+		return r.outsideTx(ctx, v, to, name, sql)
+	}
+	return r.inTx(ctx, v, to, name, sql)
+}
+
+// inTx applies sql, moving the version from v to to, in one transaction
+// holding the version row.
+func (r runner) inTx(ctx context.Context, v, to int32, name, sql string) (int32, error) {
+	tx, cur, err := lockVersion(ctx, r.conn)
+	if err != nil {
+		return v, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if cur != v {
+		return cur, nil
+	}
+	if _, err := tx.Exec(ctx, sql); err != nil {
+		return v, fmt.Errorf("migration %s: %w", name, err)
+	}
+	if err := setVersion(ctx, tx, to); err != nil {
+		return v, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return v, fmt.Errorf("committing migration %s: %w", name, err)
+	}
+	return to, nil
+}
+
+// outsideTx applies sql statement by statement on the migrator's session
+// while a second session holds the version row, and moves the version from
+// v to to from that second session once every statement ran. A migration
+// cut short runs again from its first statement: such migrations are
+// written so that running one again completes it.
+func (r runner) outsideTx(ctx context.Context, v, to int32, name, sql string) (int32, error) {
+	lock, err := pgx.ConnectConfig(ctx, r.conn.Config())
+	if err != nil {
+		return v, fmt.Errorf("opening the session that holds the schema version: %w", err)
+	}
+	defer func() { _ = lock.Close(context.WithoutCancel(ctx)) }()
+	tx, cur, err := lockVersion(ctx, lock)
+	if err != nil {
+		return v, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if cur != v {
+		return cur, nil
+	}
+	if err := keepAlive(ctx, tx, func() error {
+		for _, stmt := range splitStatements(sql) {
+			if _, err := r.conn.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("migration %s: %w", name, err)
+			}
+		}
+		_, err := r.conn.Exec(ctx, "RESET ALL")
+		return err
+	}); err != nil {
+		return v, err
+	}
+	if err := setVersion(ctx, tx, to); err != nil {
+		return v, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return v, fmt.Errorf("committing migration %s: %w", name, err)
+	}
+	return to, nil
+}
+
+// keepAlive runs f while it beats tx's session every heartbeat, so that
+// the server's idle limit ends the session only when its client is gone.
+func keepAlive(ctx context.Context, tx pgx.Tx, f func() error) error {
+	stop, beaten := make(chan struct{}), make(chan error, 1)
+	go func() {
+		t := time.NewTicker(heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				beaten <- nil
+				return
+			case <-t.C:
+				if _, err := tx.Exec(ctx, "SELECT 1"); err != nil {
+					beaten <- fmt.Errorf("keeping the schema version locked: %w", err)
+					return
+				}
+			}
+		}
+	}()
+	err := f()
+	close(stop)
+	return errors.Join(err, <-beaten)
+}
+
+// lockVersion begins a bounded transaction on conn holding the version
+// table in EXCLUSIVE mode, asking with NOWAIT until it is free, and returns
+// the version. EXCLUSIVE lets readers of the version through (ACCESS
+// SHARE), and needs UPDATE on the table to take. It is a table lock, not a
+// row lock, because it takes no transaction id: a transaction holding one
+// would pin its xmin, and CREATE INDEX CONCURRENTLY, run by the migrator's
+// other session meanwhile, waits for every transaction with an older xmin.
+func lockVersion(ctx context.Context, conn *pgx.Conn) (pgx.Tx, int32, error) {
+	for {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("beginning a migration: %w", err)
+		}
+		var v int32
+		_, err = tx.Exec(ctx, "SET LOCAL idle_in_transaction_session_timeout = '"+idleLimit+"'")
+		if err == nil {
+			_, err = tx.Exec(ctx, "LOCK TABLE "+VersionTable+" IN EXCLUSIVE MODE NOWAIT")
+		}
+		if err == nil {
+			// The simple protocol leaves no portal open, whose snapshot
+			// would pin the transaction's xmin as a transaction id does.
+			err = tx.QueryRow(ctx, "SELECT version FROM "+VersionTable, pgx.QueryExecModeSimpleProtocol).Scan(&v)
+		}
+		if err == nil {
+			return tx, v, nil
+		}
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		if !lockNotAvailable(err) {
+			return nil, 0, fmt.Errorf("locking the schema version: %w", err)
+		}
+		if err := wait(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+// setVersion records version as the schema's, after the migration's own
+// settings are undone (RESET ALL, as tern does).
+func setVersion(ctx context.Context, tx pgx.Tx, version int32) error {
+	if _, err := tx.Exec(ctx, "RESET ALL"); err != nil {
+		return fmt.Errorf("resetting the migration's settings: %w", err)
+	}
+	if _, err := tx.Exec(ctx, "UPDATE "+VersionTable+" SET version = $1", version); err != nil {
+		return fmt.Errorf("recording schema version %d: %w", version, err)
+	}
+	return nil
+}
+
+// ensureVersionTable creates the version table at version 0 if it is not
+// there (what tern does on its first run). Two migrators of an empty
+// database may both create it: the loser's statement fails, and it finds
+// the winner's table on its next try.
+func ensureVersionTable(ctx context.Context, conn *pgx.Conn) error {
+	var err error
+	for range 3 {
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+VersionTable+" (version int4 NOT NULL)"); err != nil {
+				return err
+			}
+			// SHARE ROW EXCLUSIVE conflicts with itself, so two first
+			// migrators insert one row; a reader's ACCESS SHARE is no
+			// obstacle.
+			if _, err := tx.Exec(ctx, "LOCK TABLE "+VersionTable+" IN SHARE ROW EXCLUSIVE MODE"); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO "+VersionTable+" (version) SELECT 0 WHERE NOT EXISTS (SELECT FROM "+VersionTable+")")
+			return err
+		})
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || (pgErr.Code != "23505" && pgErr.Code != "42P07") {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("creating the schema version table: %w", err)
+	}
+	return nil
+}
+
+// queueBehindOlderMigrators waits while a migrator of an older release (or
+// any session of a role that may migrate) holds LockKey, and takes it when
+// it is free, so that older migrators wait for this one; it passes by a
+// holder whose role may not write the schema version (no migrator: it
+// could otherwise stop every migration). It returns what releases the key.
+func queueBehindOlderMigrators(ctx context.Context, conn *pgx.Conn) (release func(context.Context) error, err error) {
+	for {
+		var state string
+		err := conn.QueryRow(ctx, `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN 'held'
+			WHEN EXISTS (
+				SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+				WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+				  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+				  AND l.classid = (($1 >> 32) & 4294967295)::oid AND l.objid = ($1 & 4294967295)::oid
+				  AND has_table_privilege(a.usesysid, '`+VersionTable+`', 'UPDATE'))
+			THEN 'wait' ELSE 'passed' END`, int64(LockKey)).Scan(&state)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("taking the migration lock: %w", err)
+		case state == "held":
+			return func(ctx context.Context) error {
+				if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(LockKey)); err != nil {
+					return fmt.Errorf("releasing the migration lock: %w", err)
+				}
+				return nil
+			}, nil
+		case state == "passed":
+			return func(context.Context) error { return nil }, nil
+		}
+		if err := wait(ctx); err != nil {
+			return nil, fmt.Errorf("waiting for another migrator: %w", err)
+		}
+	}
+}
+
+// lockNotAvailable says err is a lock NOWAIT did not get (55P03).
+func lockNotAvailable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
+// wait waits poll, or until ctx ends.
+func wait(ctx context.Context) error {
+	t := time.NewTimer(poll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
