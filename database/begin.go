@@ -8,11 +8,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Bound is a setting of a transaction's own, in milliseconds (SET LOCAL):
-// lock_timeout, statement_timeout, idle_in_transaction_session_timeout.
+// Bound is a setting of a transaction's own (SET LOCAL): a limit in
+// milliseconds (lock_timeout, statement_timeout,
+// idle_in_transaction_session_timeout) or, when Value is set, that text (a
+// declaration such as the schema a writer speaks).
 type Bound struct {
 	Setting string
 	Limit   time.Duration
+	Value   string
 }
 
 // BeginBounded is the options of a read-committed transaction whose bounds
@@ -26,7 +29,12 @@ func BeginBounded(bounds ...Bound) pgx.TxOptions {
 	var q strings.Builder
 	q.WriteString("BEGIN ISOLATION LEVEL READ COMMITTED")
 	for _, b := range bounds {
-		fmt.Fprintf(&q, "; SET LOCAL %s = %d", pgx.Identifier{b.Setting}.Sanitize(), b.Limit.Milliseconds())
+		name := pgx.Identifier(strings.Split(b.Setting, ".")).Sanitize()
+		if b.Value != "" {
+			fmt.Fprintf(&q, "; SET LOCAL %s = '%s'", name, strings.ReplaceAll(b.Value, "'", "''"))
+			continue
+		}
+		fmt.Fprintf(&q, "; SET LOCAL %s = %d", name, b.Limit.Milliseconds())
 	}
 	return pgx.TxOptions{BeginQuery: q.String()}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/burnpoller/burnpoller/database"
+	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -304,15 +305,21 @@ type Tx struct {
 	marked bool
 }
 
+// writerSchema is the schema this binary's writers declare (see Begin).
+var writerSchema = strconv.Itoa(int(migrations.Latest()))
+
 // Begin opens a transaction with limits applied to it alone.
 func (s *Store) Begin(ctx context.Context, limits Limits) (*Tx, error) {
 	// Read committed whatever the server's default: a later statement must
 	// see what another writer committed while this one waited for a lock.
-	// The limits are in force from BEGIN on.
+	// The limits are in force from BEGIN on, and so is the declaration of
+	// the schema this writer speaks, which a contract step checks before
+	// it lets a burnpoller session write.
 	tx, err := s.pool.BeginTx(ctx, database.BeginBounded(
 		database.Bound{Setting: "lock_timeout", Limit: limits.LockWait},
 		database.Bound{Setting: "statement_timeout", Limit: limits.TxTimeout},
-		database.Bound{Setting: "idle_in_transaction_session_timeout", Limit: limits.TxTimeout}))
+		database.Bound{Setting: "idle_in_transaction_session_timeout", Limit: limits.TxTimeout},
+		database.Bound{Setting: migrations.WriterSetting, Value: writerSchema}))
 	if err != nil {
 		return nil, fmt.Errorf("beginning transaction: %w", interpret(err))
 	}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/payments"
 )
@@ -351,18 +353,19 @@ func TestTransactionsAreBoundedOnTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL "lock_timeout" = 1500; SET LOCAL "statement_timeout" = 7000; ` +
-		`SET LOCAL "idle_in_transaction_session_timeout" = 7000`; state != "idle in transaction" || last != want {
+		`SET LOCAL "idle_in_transaction_session_timeout" = 7000; ` +
+		`SET LOCAL "burnpoller"."writer_schema" = '` + strconv.Itoa(int(migrations.Latest())) + `'`; state != "idle in transaction" || last != want {
 		t.Fatalf("the session after Begin: %s after %q, want idle in transaction after %q", state, last, want)
 	}
 	var got []string
-	for _, name := range []string{"lock_timeout", "statement_timeout", "idle_in_transaction_session_timeout"} {
+	for _, name := range []string{"lock_timeout", "statement_timeout", "idle_in_transaction_session_timeout", migrations.WriterSetting} {
 		var v string
 		if err := tx.QueryRowForTest(ctx, `SELECT current_setting($1)`, name).Scan(&v); err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, v)
 	}
-	if want := []string{"1500ms", "7s", "7s"}; !slices.Equal(got, want) {
+	if want := []string{"1500ms", "7s", "7s", strconv.Itoa(int(migrations.Latest()))}; !slices.Equal(got, want) {
 		t.Fatalf("settings = %v, want %v", got, want)
 	}
 	// A long wait for a lock, then short work: the bounds shrink in place.

@@ -85,10 +85,10 @@ func (g *group) run(ctx context.Context, schema <-chan struct{}) error {
 		resolved := *gc
 		resolved.CursorID, wcfg.Group, lc.CursorID = id, &resolved, id
 	}
-	if g.s.cfg.Spread != nil {
+	if g.s.cfg.Spread && g.s.cfg.Members != nil {
 		// Listed while the loop is healthy: a group whose loop latched or
 		// keeps failing here is left to the others.
-		lc.Holder = g.s.cfg.Spread.Serve(lc.CursorID, func() bool {
+		lc.Holder = g.s.cfg.Members.Serve(lc.CursorID, func() bool {
 			l := g.running.Load()
 			return l != nil && l.Health() == nil
 		})

@@ -43,11 +43,17 @@ type Config struct {
 	// moment the first group's start-up checks pass until the replica
 	// stops.
 	Webhooks *webhooks.Dispatcher
-	// Spread, if set, spreads the groups over the replica set: the
-	// replica's membership beats from the moment the schema is ready, each
-	// group it serves is listed while its loop is healthy, and each loop
-	// follows its group's preferred holder (poller.LoopConfig.Holder).
-	Spread *spread.Members
+	// Members, if set, is the replica's row in replica_members, beaten from
+	// the moment the schema is ready: it names the release the replica
+	// runs and the schema its binary brings (a contract step waits while
+	// a replica of an older one lives) and, with Spread, the groups it
+	// serves.
+	Members *spread.Members
+	// Spread spreads the groups over the replica set through Members: each
+	// group the replica serves is listed while its loop is healthy, and
+	// each loop follows its group's preferred holder
+	// (poller.LoopConfig.Holder).
+	Spread bool
 }
 
 // named says the groups have names (GROUPS): each is served on its own,
@@ -200,8 +206,8 @@ func (s *Service) run(stop context.Context) error {
 		}
 		dbDone <- err
 	}()
-	if s.cfg.Spread != nil {
-		defer s.cfg.Spread.Stop()
+	if s.cfg.Members != nil {
+		defer s.cfg.Members.Stop()
 	}
 	var (
 		wg      sync.WaitGroup
@@ -278,8 +284,8 @@ func (s *Service) prepareDatabase(ctx, stop context.Context) error {
 // startSpread starts the replica's membership, once the schema holds its
 // table.
 func (s *Service) startSpread(ctx context.Context) {
-	if s.cfg.Spread != nil {
-		_ = s.cfg.Spread.Start(ctx)
+	if s.cfg.Members != nil {
+		_ = s.cfg.Members.Start(ctx)
 	}
 }
 

@@ -57,6 +57,9 @@ type Deps struct {
 	// pooler), so that a pooler gives one clear refusal.
 	Sessions      *pgxpool.Pool
 	CheckSessions func(ctx context.Context, what string) error
+	// Release names this binary's release in a contract step a start-up
+	// migration runs (the release an older replica is told to roll to).
+	Release string
 }
 
 // Prepare waits, with back-off, for the database, the schema (applying the
@@ -210,9 +213,14 @@ func (s *startup) schema(ctx, stop context.Context) error {
 		if ctx.Err() != nil {
 			return backoff.Permanent(context.Cause(ctx))
 		}
-		from, err := Migrate(stop, sessions)
-		if err == nil && from != migrations.Latest() {
-			s.d.Log.Info("migrated the database", slog.Int("from", int(from)), slog.Int("to", int(migrations.Latest())))
+		res, err := Migrate(stop, sessions, migrations.Options{Release: s.d.Release})
+		if err == nil && res.From != res.To {
+			s.d.Log.Info("migrated the database", slog.Int("from", int(res.From)), slog.Int("to", int(res.To)))
+		}
+		if err == nil && res.Pending != nil {
+			// Expanded: this binary runs; the contract step waits for the
+			// replicas of older releases to go (poller migrate --contract).
+			s.d.Log.Info("a contract step waits for older releases to go", slog.String("pending", res.Pending.String()))
 		}
 		return permanentUnlessConnection(err)
 	})
@@ -278,15 +286,15 @@ func (s *startup) agreeOnHook(ctx context.Context) error {
 	})
 }
 
-// Migrate applies the embedded migrations on a connection of pool and
-// returns the version the database was at.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) (int32, error) {
+// Migrate applies the embedded migrations on a connection of pool, as opts
+// says, up to Latest.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, opts migrations.Options) (migrations.Result, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("acquiring a connection: %w", err)
+		return migrations.Result{}, fmt.Errorf("acquiring a connection: %w", err)
 	}
 	defer conn.Release()
-	return migrations.Migrate(ctx, conn.Conn())
+	return migrations.Apply(ctx, conn.Conn(), migrations.Latest(), opts)
 }
 
 // permanentUnlessConnection lets connection trouble be retried, and a lock

@@ -34,6 +34,11 @@ type Config struct {
 	// a row not beaten for TTL is a replica gone.
 	Beat time.Duration
 	TTL  time.Duration
+	// Release and Schema are the release the replica runs and the schema
+	// version its binary brings, written in its row: a contract step waits
+	// while a live row names an older schema (migrations.OlderReplicas).
+	Release string
+	Schema  int32
 }
 
 // ForPollInterval is the membership of a replica whose groups poll at
@@ -155,11 +160,16 @@ func (m *Members) beat(ctx context.Context) error {
 	started := time.Now()
 	serving := m.serving()
 	if _, err := m.pool.Exec(ctx, `
-		INSERT INTO replica_members (id, groups) VALUES ($1, $2)
-		ON CONFLICT (id) DO UPDATE SET groups = excluded.groups, heartbeat_at = now()`, m.id, serving); err != nil {
+		INSERT INTO replica_members (id, groups, release, schema_version) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (id) DO UPDATE SET groups = excluded.groups, release = excluded.release,
+			schema_version = excluded.schema_version, heartbeat_at = now()`,
+		m.id, serving, m.cfg.Release, m.cfg.Schema); err != nil {
 		return fmt.Errorf("beating: %w", err)
 	}
-	rows, err := m.pool.Query(ctx, `SELECT id, groups FROM replica_members WHERE heartbeat_at > now() - $1::interval ORDER BY id`, m.cfg.TTL)
+	// Replicas that serve no named group (their row only says which
+	// release they run) take no share.
+	rows, err := m.pool.Query(ctx, `SELECT id, groups FROM replica_members
+		WHERE heartbeat_at > now() - $1::interval AND cardinality(groups) > 0 ORDER BY id`, m.cfg.TTL)
 	if err != nil {
 		return fmt.Errorf("reading the members: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/burnpoller/burnpoller/consume"
 	"github.com/burnpoller/burnpoller/database"
+	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/service"
 )
@@ -78,7 +79,7 @@ func cmdEvents(name string, args []string, stdout, stderr io.Writer) int {
 		}
 		// LISTEN needs a session of its own: DATABASE_DIRECT_URL when
 		// DATABASE_URL goes through a transaction pooler.
-		sessions, err := database.OpenSessions(ctx, cfg.Database(), "burnpoller")
+		sessions, err := database.OpenSessions(ctx, cfg.Database(), migrations.SessionName("burnpoller"))
 		if err != nil {
 			log.Error("connecting to the database", slog.Any("err", err))
 			return exitUsage

@@ -7,7 +7,7 @@
 //	poller verify                compare the chain with the ledger
 //	poller events                print payment lifecycle events by seq (tail: follow them)
 //	poller webhooks status       webhook backlog and dead letters
-//	poller migrate               apply database migrations and exit
+//	poller migrate               apply database migrations and exit (--contract: wait to run a contract step)
 //	poller cursor show           print the cursor
 //	poller cursor reset --to N   move the cursor (clears a finality violation)
 //	poller config                print every variable with its default, value and meaning
@@ -17,7 +17,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,7 +28,6 @@ import (
 	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/database"
 	"github.com/burnpoller/burnpoller/db/migrations"
-	"github.com/burnpoller/burnpoller/service"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -58,7 +56,11 @@ const usage = `usage: poller [run|backfill|verify|cursor|events|tail|webhooks|mi
          [--group NAME]      (of one group's events)
   webhooks retry --dead      re-arm every dead-lettered delivery
   webhooks retry --seq N     send event N again to every endpoint subscribed to its kind
-  migrate                    apply database migrations and exit
+  migrate [--contract]       apply the migrations and exit; a contract step (one that retires older
+          [--force] [--status]  releases) runs only once none of their replicas lives, else is left
+                             pending; --contract waits for them to go, --force does not; --status
+                             prints the schema, the pending steps and what holds them, and changes
+                             nothing
   cursor show [--json]       print the cursor (with GROUPS, every group's)
          [--group NAME]
   cursor reset --to N        set the cursor to block N (after 'poller verify'; clears a finality violation)
@@ -122,6 +124,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdEvents(cmd, args, stdout, stderr)
 	case "webhooks":
 		return cmdWebhooks(args, stdout, stderr)
+	case "migrate":
+		return cmdMigrate(args, stdout, stderr)
 	case "config":
 		return cmdConfigArgs(args, stdout, stderr)
 	}
@@ -130,8 +134,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch cmd {
-	case "migrate":
-		return cmdMigrate(stdout, stderr)
 	case "version":
 		printVersion(stdout)
 		return exitOK
@@ -153,35 +155,6 @@ func reportProblems(stderr io.Writer, problems []string) int {
 	return exitOK
 }
 
-func cmdMigrate(stdout, stderr io.Writer) int {
-	return dbCommand(stderr, nil, func(ctx context.Context, c *command, _ *pgxpool.Pool) int {
-		log := c.log
-		// A migration outside a transaction runs statement by statement
-		// on one session: DATABASE_DIRECT_URL when DATABASE_URL goes
-		// through a transaction pooler.
-		sessions, err := database.OpenSessions(ctx, c.cfg.Database(), "burnpoller")
-		if err != nil {
-			log.Error("connecting to the database", slog.Any("err", err))
-			return exitUsage
-		}
-		defer sessions.Close()
-		if err := sessions.Check(ctx, "poller migrate (a migration's session)"); err != nil {
-			log.Error("migrating", slog.Any("err", err))
-			if errors.Is(err, database.ErrNoSessions) {
-				return exitUsage
-			}
-			return exitFailure
-		}
-		from, err := service.Migrate(ctx, sessions.Pool)
-		if err != nil {
-			log.Error("migrating", slog.Any("err", err))
-			return exitFailure
-		}
-		fmt.Fprintf(stdout, "schema at version %d (was %d)\n", migrations.Latest(), from)
-		return exitOK
-	})
-}
-
 // dbCommand runs f, a one-shot command that needs only the database, with
 // its configuration (of the group --group names, if group is set), a
 // logger, signal handling and a pool.
@@ -191,7 +164,7 @@ func dbCommand(stderr io.Writer, group *groupArg, f func(ctx context.Context, c 
 		return code
 	}
 	defer c.stop()
-	pool, err := database.Open(c.ctx, c.cfg.Database(), false, "burnpoller")
+	pool, err := database.Open(c.ctx, c.cfg.Database(), false, migrations.SessionName("burnpoller"))
 	if err != nil {
 		c.log.Error("connecting to the database", slog.Any("err", err))
 		return exitFailure

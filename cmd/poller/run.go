@@ -9,6 +9,7 @@ import (
 
 	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/database"
+	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
 	"github.com/burnpoller/burnpoller/spread"
@@ -43,7 +44,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 	// never holds a connection the ledger needs.
 	var dispatcher *webhooks.Dispatcher
 	if wcfg, ok := c.cfg.WebhookConfig(); ok && !*until {
-		hookPool, err := database.Open(c.ctx, c.cfg.WebhookDatabase(), false, "burnpoller-webhooks")
+		hookPool, err := database.Open(c.ctx, c.cfg.WebhookDatabase(), false, migrations.SessionName("burnpoller-webhooks"))
 		if err != nil {
 			c.log.Error("starting", slog.Any("err", err))
 			return exitFailure
@@ -64,15 +65,20 @@ func cmdRun(args []string, stderr io.Writer) int {
 	for _, g := range pt.groups {
 		scfg.Groups = append(scfg.Groups, serviceGroup(g, *until))
 	}
-	if c.set.Named() && !*until {
-		// The replica set spreads the groups: each has a preferred holder
-		// among the live replicas, beaten as often as the quickest group
-		// polls.
+	if !*until {
+		// Every replica names its release in replica_members (a contract
+		// step waits for the older ones to go), beaten as often as the
+		// quickest group polls; with GROUPS, the replica set spreads the
+		// groups through the same rows: each has a preferred holder among
+		// the live replicas.
 		quickest := c.set.Groups[0].PollInterval
 		for _, g := range c.set.Groups {
 			quickest = min(quickest, g.PollInterval)
 		}
-		scfg.Spread = spread.New(pt.pool, spread.ForPollInterval(quickest), c.log)
+		mcfg := spread.ForPollInterval(quickest)
+		mcfg.Release, mcfg.Schema = release(), migrations.Latest()
+		scfg.Members = spread.New(pt.pool, mcfg, c.log)
+		scfg.Spread = c.set.Named()
 	}
 	svc, err := service.New(scfg, pt.deps(c.log), pt.reg)
 	if err != nil {

@@ -64,3 +64,15 @@ func vcs(info *debug.BuildInfo, ok bool, stamped string) (revision string, modif
 	}
 	return revision, modified && revision != "unknown"
 }
+
+// release names this binary's release in replica_members and in the
+// contract steps it runs (the release an older replica is told to roll
+// to): "<version> (revision <commit>)", as `poller version` says it.
+func release() string {
+	info, ok := debug.ReadBuildInfo()
+	rev, modified := vcs(info, ok, buildRevision)
+	if modified {
+		rev += ", modified"
+	}
+	return fmt.Sprintf("%s (revision %s)", version, rev)
+}

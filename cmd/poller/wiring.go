@@ -23,6 +23,7 @@ import (
 	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/config"
 	"github.com/burnpoller/burnpoller/database"
+	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/payments"
 	"github.com/burnpoller/burnpoller/poller"
 	"github.com/burnpoller/burnpoller/service"
@@ -135,13 +136,13 @@ type groupParts struct {
 func (c *command) open(readOnly bool, groups ...config.Group) (*parts, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	pool, err := database.Open(c.ctx, c.cfg.Database(), readOnly, "burnpoller")
+	pool, err := database.Open(c.ctx, c.cfg.Database(), readOnly, migrations.SessionName("burnpoller"))
 	if err != nil {
 		return nil, fmt.Errorf("configuring the database pool: %w", err)
 	}
 	store := payments.NewStore(pool)
 	reg.MustRegister(poller.NewQueueUsageCollector(store.NotificationQueueUsage, 2*time.Second))
-	sessions, err := database.OpenSessions(c.ctx, c.cfg.Database(), "burnpoller-session")
+	sessions, err := database.OpenSessions(c.ctx, c.cfg.Database(), migrations.SessionName("burnpoller-session"))
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("configuring the database pool: %w", err)
@@ -191,7 +192,7 @@ func (p *parts) nodes() *chain.Endpoints  { return p.groups[0].nodes }
 func (p *parts) metrics() *poller.Metrics { return p.groups[0].metrics }
 
 func (p *parts) deps(log *slog.Logger) service.Deps {
-	d := service.Deps{Pool: p.pool, Store: p.store, Log: log, Sessions: p.sessions.Pool, CheckSessions: p.sessions.Check}
+	d := service.Deps{Pool: p.pool, Store: p.store, Log: log, Sessions: p.sessions.Pool, CheckSessions: p.sessions.Check, Release: release()}
 	if len(p.groups) == 1 {
 		d.Nodes = p.groups[0].nodes
 	}

@@ -23,9 +23,11 @@ var files embed.FS
 const VersionTable = "public.burnpoller_schema_version"
 
 var (
-	// ErrPending means the database lacks migrations this binary has.
+	// ErrPending means the database lacks migrations this binary needs.
 	ErrPending = errors.New("database schema is behind this binary; run `poller migrate`")
-	// ErrTooNew means the database was migrated by a newer burnpoller.
+	// ErrTooNew means a newer burnpoller's contract step retired this
+	// binary's release (or the database is beyond what any release can
+	// read).
 	ErrTooNew = errors.New("database schema is newer than this binary; run a newer burnpoller")
 )
 
@@ -61,79 +63,147 @@ func Current(ctx context.Context, q Querier) (int32, error) {
 	return v, nil
 }
 
-// Check reports whether the database is exactly at Latest: nil, or an error
-// wrapping ErrPending or ErrTooNew.
+// Check reports whether this binary can run against the database: nil, or
+// an error wrapping ErrPending (a migration it needs is missing: every one
+// up to Compatible) or ErrTooNew (a later release's contract step retired
+// it). A database a later release migrated further is fine until then:
+// its migrations only added to what this release names.
 func Check(ctx context.Context, q Querier) error {
 	v, err := Current(ctx, q)
 	if err != nil {
 		return err
 	}
-	return compare(v)
-}
-
-func compare(v int32) error {
-	switch latest := Latest(); {
-	case v < latest:
-		return fmt.Errorf("%w (database at version %d, binary at %d)", ErrPending, v, latest)
-	case v > latest:
-		return fmt.Errorf("%w (database at version %d, binary at %d)", ErrTooNew, v, latest)
+	if v < Compatible() {
+		return fmt.Errorf("%w (database at version %d, binary needs %d)", ErrPending, v, Compatible())
 	}
-	return nil
+	return retired(ctx, q, v)
 }
 
-// Migrate brings the database up to Latest and returns the version it found.
-// It refuses, with ErrTooNew, a database a newer binary migrated.
+// retired says whether a contract step the database has applied, at
+// version v, retired this binary's release: a step beyond Latest.
+func retired(ctx context.Context, q Querier, v int32) error {
+	if v <= Latest() {
+		return nil
+	}
+	var (
+		step    *int32
+		release *string
+	)
+	err := q.QueryRow(ctx, `SELECT version, release FROM schema_contracts WHERE version > $1 ORDER BY version DESC LIMIT 1`,
+		Latest()).Scan(&step, &release)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), errors.As(err, &pgErr) && pgErr.Code == "42P01":
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the contract steps applied: %w", err)
+	}
+	return fmt.Errorf("%w: contract step %d retired the releases before schema %d (database at version %d, binary at %d); roll to burnpoller %s or later",
+		ErrTooNew, *step, *step, v, Latest(), *release)
+}
+
+// Contract is what a migration does with a contract step while replicas of
+// an older release live (OlderReplicas).
+type Contract int
+
+const (
+	// ContractWhenFree runs a contract step only while none lives, and
+	// otherwise stops before it, leaving it pending (Result.Pending).
+	ContractWhenFree Contract = iota
+	// ContractWait waits until none lives, telling Options.Waiting why,
+	// then runs it.
+	ContractWait
+	// ContractForce runs it whatever lives: the older replicas' writes are
+	// refused from then on.
+	ContractForce
+)
+
+// Options are a migration's.
+type Options struct {
+	Contract Contract
+	// Release is this binary's release (poller version), recorded with a
+	// contract step as the release an older replica is to roll to.
+	Release string
+	// Waiting, if set, hears why a ContractWait migration waits, each time
+	// it looks.
+	Waiting func(*Pending)
+	// Poll is how often a ContractWait migration looks again (2 s if 0).
+	Poll time.Duration
+}
+
+// Result is what a migration did.
+type Result struct {
+	// From and To are the versions the database was at and is at now.
+	From, To int32
+	// Pending is the contract step left pending, nil when none.
+	Pending *Pending
+}
+
+// Migrate brings the database up to Latest, short of a contract step
+// while a replica of an older release lives, and returns the version it
+// found. It refuses, with ErrTooNew, a database whose contract steps
+// retired this release.
 func Migrate(ctx context.Context, conn *pgx.Conn) (from int32, err error) {
-	return MigrateTo(ctx, conn, Latest())
+	r, err := Apply(ctx, conn, Latest(), Options{})
+	return r.From, err
+}
+
+// MigrateTo brings the database to version, up or down, contract steps
+// included (tests build older schemas with it), and returns the version it
+// found.
+func MigrateTo(ctx context.Context, conn *pgx.Conn, version int32) (from int32, err error) {
+	r, err := Apply(ctx, conn, version, Options{Contract: ContractForce})
+	return r.From, err
 }
 
 // LockKey is the advisory lock the previous release's migrators queue on
 // (in pg_locks, a session waiting to migrate or migrating). This release
 // takes it too when it can, to keep those out, and passes it by when a role
-// that may not migrate holds it (see MigrateTo).
+// that may not migrate holds it (see Apply).
 const LockKey = 0x6275726e706f6c6c // "burnpoll"
 
-// MigrateTo brings the database to version, up or down (tests use it to
-// build older schemas), and returns the version it found. Concurrent
-// migrators take turns.
+// Apply brings the database to version, up or down, treating contract
+// steps as opts says. Concurrent migrators take turns.
 //
-// Each step locks the version row (SELECT … FOR UPDATE) and applies its
+// Each step holds the version table in EXCLUSIVE mode and applies its
 // migration only if the version is still the one it follows: in the same
 // transaction for a migration that runs in one, and from a second session
-// holding the row for one that cannot (tern's "disable-tx", for CREATE
-// INDEX CONCURRENTLY), whose statements run one by one. A row lock needs
+// holding the table for one that cannot (tern's "disable-tx", for CREATE
+// INDEX CONCURRENTLY), whose statements run one by one. That lock needs
 // UPDATE on the version table, which only the migrations' owner has: no
 // reader, writer or stranger can take it, where the advisory locks before
-// it (tern's, LockKey) could be taken, and held for good, by any role.
+// it (tern's, LockKey) could be taken, and held for good, by any role. A
+// step whose own lock waits out its lock_timeout (writers in the way) is
+// tried again, a few times.
 //
-// Migrators ask for the row with NOWAIT, polled, rather than waiting inside
-// a statement: a session blocked in a statement holds a snapshot, and
-// CREATE INDEX CONCURRENTLY waits for every older snapshot of the
+// Migrators ask for the lock with NOWAIT, polled, rather than waiting
+// inside a statement: a session blocked in a statement holds a snapshot,
+// and CREATE INDEX CONCURRENTLY waits for every older snapshot of the
 // database, while the blocked session waits for the index builder's lock.
 //
 // A database already at version is only read: replicas starting against an
 // up-to-date schema take no lock at all. Every transaction a migration runs
-// in, and the session holding the row, is bounded by
+// in, and the session holding the lock, is bounded by
 // idle_in_transaction_session_timeout, so that a migrator that freezes
 // (holding its table locks, which every group's writers would queue behind)
 // is ended by the server.
-func MigrateTo(ctx context.Context, conn *pgx.Conn, version int32) (from int32, err error) {
-	if v, err := Current(ctx, conn); err == nil && v == version {
-		return v, nil
+func Apply(ctx context.Context, conn *pgx.Conn, version int32, opts Options) (res Result, err error) {
+	if v, err := Current(ctx, conn); err == nil && (v == version || v > Latest() && version == Latest()) {
+		return Result{From: v, To: v}, retired(ctx, conn, v)
 	}
 	steps, err := load()
 	if err != nil {
-		return 0, err
+		return Result{}, err
 	}
 	if version < 0 || int(version) > len(steps) {
-		return 0, fmt.Errorf("no schema version %d: this binary has versions 0 to %d", version, len(steps))
+		return Result{}, fmt.Errorf("no schema version %d: this binary has versions 0 to %d", version, len(steps))
 	}
 	if err := ensureVersionTable(ctx, conn); err != nil {
-		return 0, err
+		return Result{}, err
 	}
 	release, err := queueBehindOlderMigrators(ctx, conn)
 	if err != nil {
-		return 0, err
+		return Result{}, err
 	}
 	defer func() {
 		// Released even when ctx is done; a lost connection releases it too.
@@ -143,20 +213,28 @@ func MigrateTo(ctx context.Context, conn *pgx.Conn, version int32) (from int32, 
 			err = rerr
 		}
 	}()
-	from, err = Current(ctx, conn)
+	from, err := Current(ctx, conn)
 	if err != nil {
-		return 0, err
+		return Result{}, err
 	}
-	if err := compare(from); errors.Is(err, ErrTooNew) {
-		return from, err
+	res = Result{From: from, To: from}
+	if from > Latest() {
+		// A later release migrated further: nothing for this one to do.
+		return res, retired(ctx, conn, from)
 	}
-	r := runner{conn: conn, steps: steps}
-	for v := from; v != version; {
-		if v, err = r.step(ctx, v, version); err != nil {
-			return from, fmt.Errorf("migrating from version %d: %w", from, err)
+	r := runner{conn: conn, steps: steps, opts: opts}
+	for res.To != version {
+		v, pending, err := r.step(ctx, res.To, version)
+		res.To = v
+		if err != nil {
+			return res, fmt.Errorf("migrating from version %d: %w", from, err)
+		}
+		if pending != nil {
+			res.Pending = pending
+			return res, nil
 		}
 	}
-	return from, nil
+	return res, nil
 }
 
 // load reads the embedded migrations in tern's format.

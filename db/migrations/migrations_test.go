@@ -65,20 +65,34 @@ func TestConcurrentMigratorsAgree(t *testing.T) {
 	}
 }
 
-func TestNewerSchemaIsRefused(t *testing.T) {
+// TestANewerSchemaIsRefusedOnceItRetiresThisRelease: a database a later
+// release migrated further is one this binary runs against (the later
+// release only added to it), and migrates no further, until a contract
+// step beyond this binary's schema retires it: then Check and Migrate
+// refuse it, naming the release to roll to.
+func TestANewerSchemaIsRefusedOnceItRetiresThisRelease(t *testing.T) {
 	t.Parallel()
 	ctx, conn := emptyDatabase(t)
 	if _, err := migrations.Migrate(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, "UPDATE "+migrations.VersionTable+" SET version = $1", migrations.Latest()+1); err != nil {
+	next := migrations.Latest() + 1
+	if _, err := conn.Exec(ctx, "UPDATE "+migrations.VersionTable+" SET version = $1", next); err != nil {
 		t.Fatal(err)
 	}
-	if err := migrations.Check(ctx, conn); !errors.Is(err, migrations.ErrTooNew) {
-		t.Fatalf("Check = %v, want ErrTooNew", err)
+	if err := migrations.Check(ctx, conn); err != nil {
+		t.Fatalf("Check of a schema a later release expanded = %v, want nil", err)
 	}
-	if _, err := migrations.Migrate(ctx, conn); !errors.Is(err, migrations.ErrTooNew) {
-		t.Fatalf("Migrate = %v, want ErrTooNew", err)
+	if from, err := migrations.Migrate(ctx, conn); err != nil || from != next {
+		t.Fatalf("Migrate of a schema a later release expanded = %d, %v; want %d, nil", from, err, next)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO schema_contracts (version, name, release, forced) VALUES ($1, 'next_contract.sql', 'v9.9.9 (revision abc)', false)`, next); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{"Check": migrations.Check(ctx, conn), "Migrate": func() error { _, err := migrations.Migrate(ctx, conn); return err }()} {
+		if !errors.Is(err, migrations.ErrTooNew) || !strings.Contains(err.Error(), "roll to burnpoller v9.9.9 (revision abc)") {
+			t.Errorf("%s of a schema whose contract step retired this release = %v, want ErrTooNew naming the release to roll to", name, err)
+		}
 	}
 }
 

@@ -1,10 +1,12 @@
 package migrations
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,33 +35,94 @@ var disableTx = regexp.MustCompile(`(?m)^---- tern: disable-tx ----$`)
 type runner struct {
 	conn  *pgx.Conn
 	steps []*migrate.Migration
+	opts  Options
 }
 
+// lockRetries is how many times a step whose lock waited out its
+// lock_timeout is tried again, lockBackoff apart: the writers it queued
+// behind have moved on by then.
+const (
+	lockRetries = 20
+	lockBackoff = 500 * time.Millisecond
+)
+
 // step moves the database one version from v toward target, unless another
-// migrator moved it first, and returns the version it is at now.
-func (r runner) step(ctx context.Context, v, target int32) (int32, error) {
+// migrator moved it first, and returns the version it is at now; a
+// contract step it may not run yet is returned as pending, with v.
+func (r runner) step(ctx context.Context, v, target int32) (int32, *Pending, error) {
 	if target < v {
 		m := r.steps[v-1]
 		if m.DownSQL == "" {
-			return v, fmt.Errorf("migration %s cannot be undone", m.Name)
+			return v, nil, fmt.Errorf("migration %s cannot be undone", m.Name)
 		}
-		return r.apply(ctx, v, v-1, m.Name, m.DownSQL)
+		to, err := r.apply(ctx, v, v-1, m.Name, m.DownSQL, nil)
+		return to, nil, err
 	}
 	m := r.steps[v]
-	return r.apply(ctx, v, v+1, m.Name, m.UpSQL)
+	if !isContract(m) {
+		to, err := r.apply(ctx, v, v+1, m.Name, m.UpSQL, nil)
+		return to, nil, err
+	}
+	older, err := r.olderGone(ctx, v+1, m.Name)
+	if err != nil || (len(older) > 0 && r.opts.Contract == ContractWhenFree) {
+		return v, &Pending{Version: v + 1, Name: m.Name, Older: older}, err
+	}
+	release := cmp.Or(r.opts.Release, "of schema "+strconv.Itoa(int(v+1)))
+	to, err := r.apply(ctx, v, v+1, m.Name, m.UpSQL, func(tx pgx.Tx) error {
+		return recordContract(ctx, tx, v+1, m.Name, release, older)
+	})
+	return to, nil, err
 }
 
-// apply runs sql, which moves the database from version v to to.
-func (r runner) apply(ctx context.Context, v, to int32, name, sql string) (int32, error) {
-	if disableTx.MatchString(sql) {
-		return r.outsideTx(ctx, v, to, name, sql)
+// olderGone returns what lives of releases before version (nothing once
+// they are gone), waiting for them to go under ContractWait.
+func (r runner) olderGone(ctx context.Context, version int32, name string) ([]string, error) {
+	for {
+		older, err := OlderReplicas(ctx, r.conn, version)
+		if err != nil || len(older) == 0 || r.opts.Contract != ContractWait {
+			return older, err
+		}
+		if r.opts.Waiting != nil {
+			r.opts.Waiting(&Pending{Version: version, Name: name, Older: older})
+		}
+		t := time.NewTimer(cmp.Or(r.opts.Poll, 2*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return older, fmt.Errorf("waiting for the replicas of older releases to go: %w", ctx.Err())
+		case <-t.C:
+		}
 	}
-	return r.inTx(ctx, v, to, name, sql)
+}
+
+// apply runs sql, which moves the database from version v to to, and
+// then, in the same transaction, after (when set); a lock_timeout it meets
+// is tried again.
+func (r runner) apply(ctx context.Context, v, to int32, name, sql string, after func(pgx.Tx) error) (int32, error) {
+	for attempt := 0; ; attempt++ {
+		var got int32
+		var err error
+		if disableTx.MatchString(sql) {
+			got, err = r.outsideTx(ctx, v, to, name, sql, after)
+		} else {
+			got, err = r.inTx(ctx, v, to, name, sql, after)
+		}
+		if !lockNotAvailable(err) || attempt == lockRetries {
+			return got, err
+		}
+		t := time.NewTimer(lockBackoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return got, err
+		case <-t.C:
+		}
+	}
 }
 
 // inTx applies sql, moving the version from v to to, in one transaction
-// holding the version row.
-func (r runner) inTx(ctx context.Context, v, to int32, name, sql string) (int32, error) {
+// holding the version table.
+func (r runner) inTx(ctx context.Context, v, to int32, name, sql string, after func(pgx.Tx) error) (int32, error) {
 	tx, cur, err := lockVersion(ctx, r.conn)
 	if err != nil {
 		return v, err
@@ -70,6 +133,11 @@ func (r runner) inTx(ctx context.Context, v, to int32, name, sql string) (int32,
 	}
 	if _, err := tx.Exec(ctx, sql); err != nil {
 		return v, fmt.Errorf("migration %s: %w", name, err)
+	}
+	if after != nil {
+		if err := after(tx); err != nil {
+			return v, err
+		}
 	}
 	if err := setVersion(ctx, tx, to); err != nil {
 		return v, err
@@ -85,7 +153,7 @@ func (r runner) inTx(ctx context.Context, v, to int32, name, sql string) (int32,
 // v to to from that second session once every statement ran. A migration
 // cut short runs again from its first statement: such migrations are
 // written so that running one again completes it.
-func (r runner) outsideTx(ctx context.Context, v, to int32, name, sql string) (int32, error) {
+func (r runner) outsideTx(ctx context.Context, v, to int32, name, sql string, after func(pgx.Tx) error) (int32, error) {
 	lock, err := pgx.ConnectConfig(ctx, r.conn.Config())
 	if err != nil {
 		return v, fmt.Errorf("opening the session that holds the schema version: %w", err)
@@ -109,6 +177,11 @@ func (r runner) outsideTx(ctx context.Context, v, to int32, name, sql string) (i
 		return err
 	}); err != nil {
 		return v, err
+	}
+	if after != nil {
+		if err := after(tx); err != nil {
+			return v, err
+		}
 	}
 	if err := setVersion(ctx, tx, to); err != nil {
 		return v, err
@@ -213,7 +286,7 @@ func ensureVersionTable(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		})
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || (pgErr.Code != "23505" && pgErr.Code != "42P07") {
+		if !errors.As(err, &pgErr) || (pgErr.Code != "23505" && pgErr.Code != "42P07" && pgErr.Code != "42710") {
 			break
 		}
 	}
