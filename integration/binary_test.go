@@ -22,9 +22,16 @@ import (
 
 func runPoller(t *testing.T, env []string, args ...string) (string, int) {
 	t.Helper()
+	return runBinary(t, "poller", env, args...)
+}
+
+// runBinary runs binDir's bin with env added to the environment and
+// returns its output and exit code.
+func runBinary(t *testing.T, bin string, env []string, args ...string) (string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "poller"), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, bin), args...)
 	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), env...)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
@@ -34,7 +41,7 @@ func runPoller(t *testing.T, env []string, args ...string) (string, int) {
 	case errors.As(err, &exit):
 		return string(out), exit.ExitCode()
 	}
-	t.Fatalf("poller %v: %v\n%s", args, err, out)
+	t.Fatalf("%s %v: %v\n%s", bin, args, err, out)
 	return "", -1
 }
 

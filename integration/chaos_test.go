@@ -484,7 +484,7 @@ func TestChaos(t *testing.T) {
 func frozenSession(t *testing.T, pool *pgxpool.Pool) (pid int32, idleSince time.Time, ok bool) {
 	t.Helper()
 	err := pool.QueryRow(context.Background(), `SELECT pid, state_change FROM pg_stat_activity
-		WHERE datname = current_database() AND application_name = 'burnpoller'
+		WHERE datname = current_database() AND application_name = '`+ledgerApp+`'
 		AND state = 'idle in transaction' AND state_change < now() - interval '400 ms'
 		AND pid IN (SELECT unnest(pids) FROM pgrowlocks('block_cursors'))`).Scan(&pid, &idleSince)
 	switch {

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/devchain"
 	"github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/pgtopo"
@@ -514,7 +515,7 @@ func TestReadOnlyPrimaryConnectionsAreDropped(t *testing.T) {
 		failed = append(failed, n)
 	}
 	t.Logf("polls failed with SQLSTATE 25006, per replica: %v", failed)
-	// No replica keeps a ledger session (application_name burnpoller) on
+	// No replica keeps a ledger session (application_name burnpoller/<schema>) on
 	// the read-only server: the ones that failed were dropped, not kept
 	// for retries. The session pool's connection left idle by the
 	// migrations (burnpoller-session) is not the ledger's and is not
@@ -533,11 +534,11 @@ func TestReadOnlyPrimaryConnectionsAreDropped(t *testing.T) {
 		return out
 	}
 	if err := harness.WaitFor(context.Background(), 30*time.Second, "no burnpoller session left on the read-only server", func() bool {
-		return len(lingering("burnpoller")) == 0
+		return len(lingering(ledgerApp)) == 0
 	}); err != nil {
-		t.Fatalf("%v: %q", err, lingering("burnpoller"))
+		t.Fatalf("%v: %q", err, lingering(ledgerApp))
 	}
-	if s := lingering("burnpoller-session"); len(s) > 0 {
+	if s := lingering(migrations.SessionName("burnpoller-session")); len(s) > 0 {
 		t.Logf("sessions of the session pool still open on the read-only server: %q", s)
 	}
 	old.Close()

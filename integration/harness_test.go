@@ -29,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/chain"
+	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/devchain"
 	"github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/pgtest"
@@ -170,15 +171,18 @@ func startDevchain(t *testing.T, args ...string) (*proc, devchain.Info) {
 	return nil, devchain.Info{}
 }
 
+// ledgerApp is the application_name of a replica's ledger sessions.
+var ledgerApp = migrations.SessionName("burnpoller")
+
 // pollerSessions counts the sessions of burnpoller processes (application
-// name burnpoller) in this test's own database that match cond, a condition
+// name ledgerApp) in this test's own database that match cond, a condition
 // on pg_stat_activity with $1… taken from args. Other tests' databases on
 // the same server do not count.
 func pollerSessions(t *testing.T, pool *pgxpool.Pool, cond string, args ...any) int {
 	t.Helper()
 	var n int
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND application_name = 'burnpoller' AND `+cond, args...).Scan(&n); err != nil {
+		WHERE datname = current_database() AND application_name = '`+ledgerApp+`' AND `+cond, args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

@@ -194,7 +194,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	// The process is gone, so its transaction can never commit; its backend
 	// sleeps on until Postgres notices. End it, then check nothing moved.
 	if _, err := r.pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = current_database() AND application_name = 'burnpoller'`); err != nil {
+		WHERE datname = current_database() AND application_name = '`+ledgerApp+`'`); err != nil {
 		t.Fatal(err)
 	}
 	if after := cursorBlock(t, r.pool); after != before {

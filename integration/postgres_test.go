@@ -184,7 +184,7 @@ func TestDatabaseTLS(t *testing.T) {
 	admin := openPool(t, good)
 	waitFor(t, 2*time.Minute, "the cursor past every burn", func() bool { return cursorAt(admin) >= int64(last) })
 	var ssl bool
-	if err := admin.QueryRow(context.Background(), `SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'burnpoller'`).Scan(&ssl); err != nil || !ssl {
+	if err := admin.QueryRow(context.Background(), `SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = '`+ledgerApp+`'`).Scan(&ssl); err != nil || !ssl {
 		t.Fatalf("the replica's sessions are not all TLS: %v %v", ssl, err)
 	}
 	p.signal(syscall.SIGTERM)

@@ -189,7 +189,7 @@ func waitCursorReads(t *testing.T, pool *pgxpool.Pool, n int) {
 		waitFor(t, time.Minute, fmt.Sprintf("the poller to read its cursor (%d of %d)", i+1, n), func() bool {
 			var latest *time.Time
 			if err := pool.QueryRow(ctx, `SELECT max(query_start) FROM pg_stat_activity
-				WHERE datname = current_database() AND application_name = 'burnpoller'
+				WHERE datname = current_database() AND application_name = '`+ledgerApp+`'
 				AND query ILIKE '%block_cursors%' AND query_start > $1`, since).Scan(&latest); err != nil {
 				t.Fatal(err)
 			}

@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -268,5 +270,75 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cancelAt is a tracer that cancels a migration's context as its n-th
+// statement starts (the lock session's included), counting all of them.
+type cancelAt struct {
+	n      int64
+	seen   atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAt) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	if c.seen.Add(1) == c.n {
+		c.cancel()
+	}
+	return ctx
+}
+
+func (c *cancelAt) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TestAnInterruptedMigrationRunsAgain: a migration from an empty database
+// cut at any of its statements (the connection cancelled mid-step, in or
+// outside a transaction) runs again and completes, to the schema an
+// uninterrupted one builds.
+func TestAnInterruptedMigrationRunsAgain(t *testing.T) {
+	t.Parallel()
+	ctx, clean := emptyDatabase(t)
+	whole := &cancelAt{n: -1, cancel: func() {}}
+	cfg := clean.Config()
+	cfg.Tracer = whole
+	counted, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Migrate(ctx, counted); err != nil {
+		t.Fatal(err)
+	}
+	_ = counted.Close(ctx)
+	want := schemaOf(ctx, t, clean)
+	total := whole.seen.Load()
+	const cuts = 24
+	for i := range int64(cuts) {
+		n := 1 + i*total/cuts
+		t.Run(fmt.Sprintf("cut at statement %d of %d", n, total), func(t *testing.T) {
+			t.Parallel()
+			ctx, conn := emptyDatabase(t)
+			mctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			cfg := conn.Config()
+			cfg.Tracer = &cancelAt{n: n, cancel: cancel}
+			cut, err := pgx.ConnectConfig(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := migrations.Migrate(mctx, cut); err == nil {
+				t.Fatalf("the migration cut at statement %d completed", n)
+			}
+			_ = cut.Close(context.Background())
+			again, err := pgx.ConnectConfig(ctx, conn.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer again.Close(context.Background())
+			if _, err := migrations.Migrate(ctx, again); err != nil {
+				t.Fatalf("the migration run again after a cut at statement %d: %v", n, err)
+			}
+			if got := schemaOf(ctx, t, conn); !slices.Equal(got, want) {
+				t.Fatalf("after a cut at statement %d and a second run, the schema differs from an uninterrupted migration's", n)
+			}
+		})
 	}
 }
