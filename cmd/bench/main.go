@@ -109,6 +109,10 @@ type options struct {
 	mgBlockTime    time.Duration
 	mgPoll         time.Duration
 	mgLatency      time.Duration
+	// A ledger of real size migrated while writers record (upgrade.go).
+	upgradeOnly     bool
+	upgradePayments int
+	upgradeHook     string
 }
 
 func main() {
@@ -171,8 +175,11 @@ func main() {
 	flag.DurationVar(&o.mgBlockTime, "multigroup-block-time", time.Second, "many chains: block time of both nodes while burns arrive")
 	flag.DurationVar(&o.mgPoll, "multigroup-poll", time.Second, "many chains: the replicas' POLL_INTERVAL")
 	flag.DurationVar(&o.mgLatency, "multigroup-latency", 20*time.Millisecond, "many chains: latency each group's proxy adds per request")
+	flag.BoolVar(&o.upgradeOnly, "upgrade-only", false, "run only the upgrade phase: a seeded ledger migrated from the previous release's schema to this tree's while replicas of each record on anvil")
+	flag.IntVar(&o.upgradePayments, "upgrade-payments", 1_000_000, "upgrade: payments seeded, each with its event and a delivered webhook")
+	flag.StringVar(&o.upgradeHook, "upgrade-hook", "", "upgrade: the replicas' PAYMENT_HOOK_SQL (e.g. SELECT pg_sleep(0.05): range transactions that hold their locks long)")
 	flag.Parse()
-	real := o.denseNodes != nodeSim || o.groupsOnly || o.costOnly || o.multiGroupOnly
+	real := o.denseNodes != nodeSim || o.groupsOnly || o.costOnly || o.multiGroupOnly || o.upgradeOnly
 	if o.perTx == 0 {
 		o.perTx = map[bool]int{false: 250, true: 100}[real]
 	}
@@ -238,7 +245,7 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 		}
 	}
 
-	if o.denseNodes != nodeSim || o.groupsOnly || o.costOnly || o.multiGroupOnly {
+	if o.denseNodes != nodeSim || o.groupsOnly || o.costOnly || o.multiGroupOnly || o.upgradeOnly {
 		return runReal(ctx, o, log, res, bin)
 	}
 	// The chain: seeded in-process, sealed by this program.
@@ -424,6 +431,12 @@ func runReal(ctx context.Context, o options, log *slog.Logger, res *Results, bin
 		res.Burns = 0
 		mg, err := b.multiGroupPhase(ctx, o)
 		res.MultiGroup = mg
+		return res, err
+	}
+	if o.upgradeOnly {
+		res.Burns = 0
+		u, err := b.upgradePhase(ctx, o)
+		res.Upgrade = u
 		return res, err
 	}
 	for _, kind := range strings.Split(o.denseNodes, ",") {

@@ -50,6 +50,9 @@ type Results struct {
 	SparseFloor *SparseFloor `json:"sparse_floor,omitempty"`
 	// Idle is RPC calls while caught up and no burn arrives (-idle).
 	Idle []*Idle `json:"idle_rpc_calls,omitempty"`
+	// Upgrade is a ledger of real size migrated while replicas record
+	// (-upgrade-only).
+	Upgrade *Upgrade `json:"upgrade,omitempty"`
 	// Seen is head-to-seen latency, polling and with newHeads.
 	Seen []*Seen `json:"head_to_seen,omitempty"`
 	// Dense is the dense runs on real nodes (-dense-node geth, anvil).

@@ -46,7 +46,9 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) int {
 		if *status {
 			return migrateStatus(ctx, c.log, pool, stdout)
 		}
-		opts := migrations.Options{Release: release()}
+		opts := migrations.Options{Release: release(), Applied: func(v int32, name string, took time.Duration) {
+			c.log.Info("applied a migration", slog.Int("version", int(v)), slog.String("name", name), slog.Duration("took", took))
+		}}
 		switch {
 		case *force:
 			opts.Contract = migrations.ContractForce

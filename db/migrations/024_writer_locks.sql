@@ -10,7 +10,7 @@
 -- lock, and the writers of this release take it too (when its holder is a
 -- writer) until every replica runs this release or a later one.
 
-SET LOCAL lock_timeout = '10s';
+SET LOCAL lock_timeout = '500ms';
 
 CREATE TABLE writer_locks (
     chain_id bigint NOT NULL,

@@ -16,7 +16,7 @@
 -- (the release an older replica still writing is told to roll to), and
 -- whether an operator forced it while older replicas lived.
 
-SET LOCAL lock_timeout = '1s';
+SET LOCAL lock_timeout = '500ms';
 
 ALTER TABLE replica_members
     ADD COLUMN release text CHECK (length(release) <= 200),

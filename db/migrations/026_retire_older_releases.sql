@@ -15,10 +15,12 @@
 -- trigger on every table the writers write: a few microseconds a
 -- statement, nothing a row.
 
-SET LOCAL lock_timeout = '1s';
+SET LOCAL lock_timeout = '500ms';
 
--- Every table at once, in the order the writers first write them: a
--- writer queued behind this step waits at most the lock timeout.
+-- Every table at once, in the order the writers first write them. A
+-- writer queued behind this step waits at most the lock timeout (half a
+-- second); a step that cannot get its locks within it (writers in the
+-- way) fails and is tried again.
 LOCK TABLE payments, payment_events_staged, pending_payments, rejected_logs, ledger_commits, block_cursors
     IN SHARE ROW EXCLUSIVE MODE;
 

@@ -5,6 +5,7 @@
 package migrations
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -129,6 +130,10 @@ type Options struct {
 	Waiting func(*Pending)
 	// Poll is how often a ContractWait migration looks again (2 s if 0).
 	Poll time.Duration
+	// Applied, if set, hears of each step applied: the version it brought
+	// the database to, its migration and how long it took (its lock
+	// waits and retries included).
+	Applied func(version int32, name string, took time.Duration)
 }
 
 // Result is what a migration did.
@@ -187,7 +192,40 @@ const LockKey = 0x6275726e706f6c6c // "burnpoll"
 // idle_in_transaction_session_timeout, so that a migrator that freezes
 // (holding its table locks, which every group's writers would queue behind)
 // is ended by the server.
-func Apply(ctx context.Context, conn *pgx.Conn, version int32, opts Options) (res Result, err error) {
+func Apply(ctx context.Context, conn *pgx.Conn, version int32, opts Options) (Result, error) {
+	if opts.Contract != ContractWait {
+		return applyOnce(ctx, conn, version, opts)
+	}
+	// Waiting holds nothing: each look is a migration of its own that
+	// stops before the contract step, so that no other migrator (a
+	// replica starting) waits behind this one meanwhile.
+	opts.Contract = ContractWhenFree
+	first := int32(-1)
+	for {
+		res, err := applyOnce(ctx, conn, version, opts)
+		if first < 0 {
+			first = res.From
+		}
+		res.From = first
+		if err != nil || res.Pending == nil {
+			return res, err
+		}
+		if opts.Waiting != nil {
+			opts.Waiting(res.Pending)
+		}
+		t := time.NewTimer(cmp.Or(opts.Poll, 2*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, fmt.Errorf("waiting for the replicas of older releases to go: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// applyOnce is Apply, leaving a contract step pending under
+// ContractWhenFree.
+func applyOnce(ctx context.Context, conn *pgx.Conn, version int32, opts Options) (res Result, err error) {
 	if v, err := Current(ctx, conn); err == nil && (v == version || v > Latest() && version == Latest()) {
 		return Result{From: v, To: v}, retired(ctx, conn, v)
 	}

@@ -63,8 +63,8 @@ func (r runner) step(ctx context.Context, v, target int32) (int32, *Pending, err
 		to, err := r.apply(ctx, v, v+1, m.Name, m.UpSQL, nil)
 		return to, nil, err
 	}
-	older, err := r.olderGone(ctx, v+1, m.Name)
-	if err != nil || (len(older) > 0 && r.opts.Contract == ContractWhenFree) {
+	older, err := OlderReplicas(ctx, r.conn, v+1)
+	if err != nil || (len(older) > 0 && r.opts.Contract != ContractForce) {
 		return v, &Pending{Version: v + 1, Name: m.Name, Older: older}, err
 	}
 	release := cmp.Or(r.opts.Release, "of schema "+strconv.Itoa(int(v+1)))
@@ -74,31 +74,20 @@ func (r runner) step(ctx context.Context, v, target int32) (int32, *Pending, err
 	return to, nil, err
 }
 
-// olderGone returns what lives of releases before version (nothing once
-// they are gone), waiting for them to go under ContractWait.
-func (r runner) olderGone(ctx context.Context, version int32, name string) ([]string, error) {
-	for {
-		older, err := OlderReplicas(ctx, r.conn, version)
-		if err != nil || len(older) == 0 || r.opts.Contract != ContractWait {
-			return older, err
-		}
-		if r.opts.Waiting != nil {
-			r.opts.Waiting(&Pending{Version: version, Name: name, Older: older})
-		}
-		t := time.NewTimer(cmp.Or(r.opts.Poll, 2*time.Second))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return older, fmt.Errorf("waiting for the replicas of older releases to go: %w", ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
 // apply runs sql, which moves the database from version v to to, and
 // then, in the same transaction, after (when set); a lock_timeout it meets
 // is tried again.
 func (r runner) apply(ctx context.Context, v, to int32, name, sql string, after func(pgx.Tx) error) (int32, error) {
+	started := time.Now()
+	got, err := r.attempts(ctx, v, to, name, sql, after)
+	if err == nil && got == to && r.opts.Applied != nil {
+		r.opts.Applied(to, name, time.Since(started))
+	}
+	return got, err
+}
+
+// attempts is apply's loop of tries.
+func (r runner) attempts(ctx context.Context, v, to int32, name, sql string, after func(pgx.Tx) error) (int32, error) {
 	for attempt := 0; ; attempt++ {
 		var got int32
 		var err error
@@ -270,6 +259,13 @@ func setVersion(ctx context.Context, tx pgx.Tx, version int32) error {
 // database may both create it: the loser's statement fails, and it finds
 // the winner's table on its next try.
 func ensureVersionTable(ctx context.Context, conn *pgx.Conn) error {
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass('"+VersionTable+"') IS NOT NULL").Scan(&exists); err != nil {
+		return fmt.Errorf("looking for the schema version table: %w", err)
+	}
+	if exists {
+		return nil
+	}
 	var err error
 	for range 3 {
 		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
