@@ -40,20 +40,33 @@ func RedactURL(rawURL string) string {
 		out.Path = strings.Join(segs, "/")
 	}
 	if u.RawQuery != "" {
-		params := strings.Split(u.RawQuery, "&")
-		for i, p := range params {
-			name, ok := shownName(p)
-			switch {
-			case p == "":
-			case ok:
-				params[i] = url.QueryEscape(name) + "=" + redacted
-			default:
-				params[i] = redacted
-			}
-		}
-		out.RawQuery = strings.Join(params, "&")
+		out.RawQuery = redactQuery(u.RawQuery)
 	}
 	return out.String()
+}
+
+// redactQuery shows a raw query as name=xxxxx for each name it shows, once
+// and sorted (as url.Values.Encode writes them, so that a URL without a
+// hidden name keeps the label it had), then one xxxxx for whatever
+// parameters it hides.
+func redactQuery(rawQuery string) string {
+	q := url.Values{}
+	hidden := false
+	for p := range strings.SplitSeq(rawQuery, "&") {
+		if name, ok := shownName(p); ok {
+			q.Set(name, redacted)
+		} else if p != "" {
+			hidden = true
+		}
+	}
+	shown := q.Encode()
+	if !hidden {
+		return shown
+	}
+	if shown == "" {
+		return redacted
+	}
+	return shown + "&" + redacted
 }
 
 // queryName matches a query parameter's name that is a plain word (apikey,

@@ -61,12 +61,20 @@ var plainPathSegment = regexp.MustCompile(`^[A-Za-z][A-Za-z-]{0,15}[0-9]{0,2}$`)
 // its secrets: user info, query values, the names of parameters without a
 // value and names that look like keys.
 func urlParts(u *url.URL) (public string, secrets []string) {
-	shown := []string{u.Scheme, redact.Host(u.Host)}
-	for s := range strings.SplitSeq(u.Path, "/") {
-		if plainPathSegment.MatchString(s) {
-			shown = append(shown, s)
+	// The URL's shown part before its query, as written (escaped), with
+	// the separators.
+	before := url.URL{Scheme: u.Scheme, Host: redact.Host(u.Host)}
+	if u.User != nil {
+		before.User = url.User(redact.Redacted)
+	}
+	segs := strings.Split(u.Path, "/")
+	for i, s := range segs {
+		if s != "" && !plainPathSegment.MatchString(s) {
+			segs[i] = redact.Redacted
 		}
 	}
+	before.Path = strings.Join(segs, "/")
+	shown := append([]string{u.Scheme, redact.Host(u.Host), before.String() + "?"}, segs...)
 	if u.User != nil {
 		p, _ := u.User.Password()
 		secrets = append(secrets, u.User.Username(), p)

@@ -43,9 +43,11 @@ func TestRedactURL(t *testing.T) {
 		{"wss://node.example/ws?0123456789abcdef0123456789abcdef", "wss://node.example/ws?xxxxx"},
 		// Names that look like keys, or are no plain word, go with their values.
 		{"https://node.example/rpc?Zx81kQ0pLmN2vB7c=1", "https://node.example/rpc?xxxxx"},
-		{"https://node.example/rpc?key%2Fwith%2Fslashes=1&api_key=s3cret", "https://node.example/rpc?xxxxx&api_key=xxxxx"},
-		{"https://node.example/rpc?x-api-key=s3cret&access_token=t0k", "https://node.example/rpc?x-api-key=xxxxx&access_token=xxxxx"},
-		{"https://node.example/rpc?a=1&&b=2&", "https://node.example/rpc?a=xxxxx&&b=xxxxx&"},
+		{"https://node.example/rpc?key%2Fwith%2Fslashes=1&api_key=s3cret", "https://node.example/rpc?api_key=xxxxx&xxxxx"},
+		// Names shown once, sorted, as before bare keys were hidden.
+		{"https://node.example/rpc?x-api-key=s3cret&access_token=t0k", "https://node.example/rpc?access_token=xxxxx&x-api-key=xxxxx"},
+		{"https://node.example/rpc?b=1&&a=2&b=3&", "https://node.example/rpc?a=xxxxx&b=xxxxx"},
+		{"https://node.example/rpc?Zx81kQ0pLmN2vB7c&chain=1&0123456789abcdef0123", "https://node.example/rpc?chain=xxxxx&xxxxx"},
 	}
 	for _, tt := range tests {
 		if got := chain.RedactURL(tt.give); got != tt.want {
