@@ -141,6 +141,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzReplyErrorIsUnmarshal$$' -fuzztime $(or $(FUZZTIME),100000x) ./chain
 	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(or $(FUZZTIME),20000x) ./config
 	go test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(or $(FUZZTIME),150000x) ./database
+	go test -run '^$$' -fuzz '^FuzzRedactURL$$' -fuzztime $(or $(FUZZTIME),150000x) ./chain
 
 # Recompiles contracts/src with the solc pinned in contracts/package.json and
 # regenerates the committed ABI, bytecode and Go bindings.

@@ -3,7 +3,6 @@ package chain
 import (
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/burnpoller/burnpoller/internal/redact"
@@ -18,7 +17,10 @@ var plainSegment = regexp.MustCompile(`^[A-Za-z][A-Za-z-]{0,15}[0-9]{0,2}$`)
 
 // RedactURL returns rawURL fit for logs and metrics: user info, query values
 // and any path segment that could be an API key (providers put keys in the
-// path, as in /v3/<key>) are replaced. Scheme, host and port stay.
+// path, as in /v3/<key>) are replaced, and so is a query parameter's name
+// when it could be one: a parameter without a value (?<key>, ?<key>=) or a
+// name that is not a plain word (see queryName). Scheme, host and port
+// stay, the host's token-like labels hidden (redact.Host).
 func RedactURL(rawURL string) string {
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil || u.Host == "" {
@@ -38,13 +40,54 @@ func RedactURL(rawURL string) string {
 		out.Path = strings.Join(segs, "/")
 	}
 	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{redacted}
-		}
-		out.RawQuery = q.Encode()
+		out.RawQuery = redactQuery(u.RawQuery)
 	}
 	return out.String()
+}
+
+// redactQuery shows a raw query as name=xxxxx for each name it shows, once
+// and sorted (as url.Values.Encode writes them, so that a URL without a
+// hidden name keeps the label it had), then one xxxxx for whatever
+// parameters it hides.
+func redactQuery(rawQuery string) string {
+	q := url.Values{}
+	hidden := false
+	for p := range strings.SplitSeq(rawQuery, "&") {
+		if name, ok := shownName(p); ok {
+			q.Set(name, redacted)
+		} else if p != "" {
+			hidden = true
+		}
+	}
+	shown := q.Encode()
+	if !hidden {
+		return shown
+	}
+	if shown == "" {
+		return redacted
+	}
+	return shown + "&" + redacted
+}
+
+// queryName matches a query parameter's name that is a plain word (apikey,
+// api_key, x-api-key, token, access_token, chain.id): a letter, then up to
+// 31 letters, digits, dots, hyphens or underscores.
+var queryName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,31}$`)
+
+// shownName is the name of query parameter param ("name=value") when
+// RedactURL shows it: a plain word (queryName) that does not look like a
+// key (redact.KeyLike), given a value. A parameter without a value is a
+// bare key (?<key>): providers that take the key as the whole query.
+func shownName(param string) (string, bool) {
+	raw, value, ok := strings.Cut(param, "=")
+	if !ok || value == "" {
+		return "", false
+	}
+	name, err := url.QueryUnescape(raw)
+	if err != nil || !queryName.MatchString(name) || redact.KeyLike(name) {
+		return "", false
+	}
+	return name, true
 }
 
 // redactError hides rawURL inside err's text (net/http quotes request URLs in
@@ -61,43 +104,61 @@ func redactError(err error, rawURL, display string) error {
 	return &scrubbedError{msg: clean, err: err}
 }
 
+// scrub replaces, in msg, rawURL (as given, as parsed, and without its
+// user info, as a WebSocket handshake dials it) by display, and every
+// secret part of it that RedactURL hides by xxxxx: user info, path
+// segments, host labels, query values, the names it does not show and the
+// fragment.
 func scrub(msg, rawURL, display string) string {
-	secrets := []string{strings.TrimSpace(rawURL)}
-	if u, err := url.Parse(strings.TrimSpace(rawURL)); err == nil {
-		secrets = append(secrets, u.String(), u.Redacted())
+	raw := strings.TrimSpace(rawURL)
+	urls := []string{rawURL, raw}
+	var parts []string
+	if u, err := url.Parse(raw); err == nil {
+		urls = append(urls, u.String(), u.Redacted())
 		if u.User != nil {
-			if p, ok := u.User.Password(); ok && p != "" {
-				secrets = append(secrets, p)
+			if p, ok := u.User.Password(); ok {
+				parts = append(parts, p, url.QueryEscape(p))
+				// net/http's errors show the password as *** (its
+				// stripPassword).
+				urls = append(urls, strings.Replace(u.String(), u.User.String()+"@", u.User.Username()+":***@", 1))
 			}
-			secrets = append(secrets, u.User.Username())
+			parts = append(parts, u.User.Username(), u.User.String())
+			bare := *u
+			bare.User = nil
+			urls = append(urls, bare.String())
 		}
-		for _, s := range strings.Split(u.Path, "/") {
-			if s != "" && !plainSegment.MatchString(s) {
-				secrets = append(secrets, s)
+		for _, path := range []string{u.Path, u.EscapedPath()} {
+			for s := range strings.SplitSeq(path, "/") {
+				if s != "" && !plainSegment.MatchString(s) {
+					parts = append(parts, s)
+				}
 			}
 		}
-		for _, l := range strings.Split(u.Hostname(), ".") {
-			if redact.Host(l) != l {
-				secrets = append(secrets, l)
+		parts = append(parts, redact.HiddenHostLabels(u.Host)...)
+		parts = append(parts, querySecrets(u.RawQuery)...)
+		parts = append(parts, u.Fragment, u.EscapedFragment())
+	}
+	return redact.Scrub(msg, display, urls, parts)
+}
+
+// querySecrets are the parts of a raw query RedactURL hides, raw and
+// unescaped: every value, and the names it does not show.
+func querySecrets(rawQuery string) []string {
+	var out []string
+	for p := range strings.SplitSeq(rawQuery, "&") {
+		name, value, _ := strings.Cut(p, "=")
+		if _, ok := shownName(p); !ok {
+			out = append(out, name)
+			if n, err := url.QueryUnescape(name); err == nil {
+				out = append(out, n)
 			}
 		}
-		for _, vs := range u.Query() {
-			secrets = append(secrets, vs...)
+		out = append(out, value)
+		if v, err := url.QueryUnescape(value); err == nil {
+			out = append(out, v)
 		}
 	}
-	// Longest first, so a full URL is replaced before its parts.
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	for _, s := range secrets {
-		if len(s) < 4 {
-			continue
-		}
-		if s == rawURL || strings.Contains(s, "://") {
-			msg = strings.ReplaceAll(msg, s, display)
-		} else {
-			msg = strings.ReplaceAll(msg, s, redacted)
-		}
-	}
-	return msg
+	return out
 }
 
 type scrubbedError struct {

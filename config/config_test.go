@@ -276,6 +276,22 @@ func TestConfigCommandRedactsSecrets(t *testing.T) {
 			secrets: []string{"hook-pw", "tok-0123456789", "tok-abcdef", "whsec-0123456789-secret"},
 		},
 		{
+			name: "bare keys",
+			give: map[string]string{
+				"RPC_URL":        "https://node.example/rpc?Zx81kQ0pLmN2vB7c,https://other.example/v1?chain=1&BareKey0123abcd",
+				"RPC_WS_URL":     "wss://node.example/ws?Ws0Key0123456789",
+				"DATABASE_URL":   "postgres://burn@127.0.0.1/burn?Db0Key0123456789=",
+				"WEBHOOK_URL":    "https://hooks.example.com/in?Hook0Key0123456",
+				"WEBHOOK_SECRET": "whsec-0123456789-secret",
+			},
+			want: map[string]string{
+				"RPC_URL":      "https://node.example/rpc?xxxxx,https://other.example/v1?chain=xxxxx&xxxxx",
+				"RPC_WS_URL":   "wss://node.example/ws?xxxxx",
+				"DATABASE_URL": "postgres://burn@127.0.0.1:5432/burn?sslmode=prefer&xxxxx=xxxxx",
+			},
+			secrets: []string{"Zx81kQ0pLmN2vB7c", "BareKey0123abcd", "Ws0Key0123456789", "Db0Key0123456789", "Hook0Key0123456"},
+		},
+		{
 			name:    "key=value, quoted",
 			give:    map[string]string{"DATABASE_URL": "host=127.0.0.1 user=burn password='quoted secret' dbname=burn"},
 			want:    map[string]string{"DATABASE_URL": "host=127.0.0.1 port=5432 user=burn password=xxxxx dbname=burn sslmode=prefer"},

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/burnpoller/burnpoller/internal/redact"
 )
 
 // Redact shows a connection string as pgx resolves it (hosts,
@@ -84,13 +86,24 @@ func viewDSN(cfg *pgconn.Config) dsnView {
 	}
 	for k, val := range cfg.RuntimeParams {
 		// An unknown key becomes a runtime parameter: a misspelt
-		// password would be one.
-		if secretLike(k) {
+		// password would be one, and so would a key pasted as a name
+		// (?<key>=).
+		switch {
+		case keyAsName(k, val):
+			k, val = redacted, redacted
+		case secretLike(k):
 			val = redacted
 		}
 		v.params[k] = val
 	}
 	return v
+}
+
+// keyAsName says a runtime parameter may be a key given as a name: one
+// without a value, or whose name looks like a key (redact.KeyLike), as no
+// Postgres setting's name does.
+func keyAsName(name, value string) bool {
+	return value == "" || redact.KeyLike(name)
 }
 
 // secretLike says a parameter's name suggests a secret (password,

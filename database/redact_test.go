@@ -81,6 +81,24 @@ func TestRedact(t *testing.T) {
 			secrets: []string{"s3cretTypo"},
 		},
 		{
+			name:    "URL key as a parameter's name",
+			give:    "postgres://burn@db/burn?Zx81kQ0pLmN2vB7c=&application_name=burnpoller",
+			want:    "postgres://burn@db:5432/burn?application_name=burnpoller&sslmode=prefer&xxxxx=xxxxx",
+			secrets: []string{"Zx81kQ0pLmN2vB7c"},
+		},
+		{
+			name:    "URL key-like name with a value",
+			give:    "postgres://burn@db/burn?0123456789abcdef0123=1",
+			want:    "postgres://burn@db:5432/burn?sslmode=prefer&xxxxx=xxxxx",
+			secrets: []string{"0123456789abcdef0123"},
+		},
+		{
+			name:    "key=value key as a parameter's name",
+			give:    "host=db user=burn Zx81kQ0pLmN2vB7c=1 search_path=ledger",
+			want:    "host=db port=5432 user=burn search_path=ledger sslmode=prefer xxxxx=xxxxx",
+			secrets: []string{"Zx81kQ0pLmN2vB7c"},
+		},
+		{
 			name:    "key=value plain",
 			give:    "host=db user=burn password=s3cretPlain dbname=burn",
 			want:    "host=db port=5432 user=burn password=xxxxx dbname=burn sslmode=prefer",

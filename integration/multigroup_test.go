@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/burnpoller/burnpoller/devchain"
@@ -18,6 +21,7 @@ import (
 	"github.com/burnpoller/burnpoller/internal/pgtest"
 	"github.com/burnpoller/burnpoller/internal/rpcfault"
 	"github.com/burnpoller/burnpoller/probe"
+	"github.com/burnpoller/burnpoller/webhooks"
 )
 
 // chainGroup is one group of a replica set that serves several (GROUPS):
@@ -201,7 +205,9 @@ func TestGroupsServedByOneReplicaSet(t *testing.T) {
 // group one's node hangs, is on another chain, or lies. Group two keeps
 // recording every burn, with no failed poll, and the replica stays ready
 // while it serves it; group one is named in /readyz (and, when it needs
-// an operator, in burnpoller_needs_operator).
+// an operator, in burnpoller_needs_operator). A webhook endpoint that does
+// not resolve costs neither group a poll, nor the other endpoint an event,
+// and no output shows its URL's secrets.
 func TestAGroupInTroubleCostsTheOthersNothing(t *testing.T) {
 	t.Run("node hung", func(t *testing.T) {
 		gs := startChainGroups(t, "one", "two")
@@ -333,6 +339,99 @@ func TestAGroupInTroubleCostsTheOthersNothing(t *testing.T) {
 			t.Fatalf("group one's cursor moved to %d while latched", c)
 		}
 		stopAndCheck(t, p, pool, two)
+	})
+
+	t.Run("webhook receiver does not resolve", func(t *testing.T) {
+		gs := startChainGroups(t, "one", "two")
+		pool, dbURL := pgtest.NewPool(t)
+		addr := freeAddr(t)
+		const hookSecret = "0123456789abcdef-unresolved"
+		good := startReceiver(t, hookSecret)
+		// A token as a host label (as in https://<token>.m.pipedream.net),
+		// under .invalid, which never resolves; others in the user info,
+		// the path and a bare query key.
+		const bad = "https://hook:hookpass99@secrettoken123.invalid/in/Path-Token-42?Zx81kQ0pLmN2vB7c"
+		secrets := []string{"secrettoken123", "hookpass99", "Path-Token-42", "Zx81kQ0pLmN2vB7c", "s3cr3t-path-token"}
+		eps, err := webhooks.ParseEndpoints(bad + "," + good.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := startProc(t, "replica", groupsReplicaEnv(dbURL, addr, gs, "RESCAN_DEPTH=0",
+			"WEBHOOK_URL="+bad+","+good.URL(), "WEBHOOK_SECRET="+hookSecret, "WEBHOOK_EVENTS=seen,confirmed"), "poller")
+		for _, g := range gs {
+			target := int64(finalizedBlock(t, g.info.RPCURL)) + 32
+			waitFor(t, 2*time.Minute, "group "+g.name+" past its target while a webhook endpoint does not resolve", func() bool {
+				return groupCursor(t, pool, g.cursorID()) >= target
+			})
+		}
+		status := func() map[string]webhooks.EndpointStatus {
+			out, code := runPoller(t, []string{"DATABASE_URL=" + dbURL}, "webhooks", "status", "--json")
+			var st []webhooks.EndpointStatus
+			if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &st); code != 0 || err != nil {
+				t.Fatalf("webhooks status --json exited %d (%v):\n%s", code, err, out)
+			}
+			byLabel := map[string]webhooks.EndpointStatus{}
+			for _, s := range st {
+				byLabel[s.Endpoint] = s
+			}
+			return byLabel
+		}
+		// The endpoint that resolves is sent every event; the other's
+		// deliveries fail, each a DNS failure named by its label.
+		var st map[string]webhooks.EndpointStatus
+		waitFor(t, 2*time.Minute, "deliveries to the endpoint that resolves caught up, the other's failing", func() bool {
+			st = status()
+			return st[eps[1].Label].Delivered > 0 && st[eps[1].Label].Backlog == 0 &&
+				strings.HasPrefix(st[eps[0].Label].LastError, "POST "+eps[0].Label+": dns: ")
+		})
+		if st[eps[0].Label].Backlog == 0 || st[eps[0].Label].Delivered != 0 {
+			t.Fatalf("the endpoint that does not resolve: %+v", st[eps[0].Label])
+		}
+		rows, err := pool.Query(context.Background(), `SELECT event_id FROM webhook_deliveries WHERE endpoint = $1`, eps[1].Label)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if missing := good.missing(ids); len(ids) == 0 || len(missing) > 0 || len(good.problems()) > 0 {
+			t.Fatalf("%d events owed to the endpoint that resolves, %d missing, problems %v", len(ids), len(missing), good.problems())
+		}
+		for _, g := range gs {
+			if v := groupSample(addr, "burnpoller_polls_total", g.name, "result", "error"); v != 0 {
+				t.Fatalf("group %s failed %v polls while a webhook endpoint did not resolve", g.name, v)
+			}
+		}
+
+		outputs := map[string]string{}
+		for _, path := range []string{"/metrics", "/readyz"} {
+			resp, err := http.Get("http://" + addr + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			outputs[path] = string(b)
+		}
+		var lastErrors string
+		if err := pool.QueryRow(context.Background(), `SELECT string_agg(DISTINCT last_error, E'\n') FROM webhook_deliveries`).Scan(&lastErrors); err != nil {
+			t.Fatal(err)
+		}
+		outputs["last_error"] = lastErrors
+		outputs["webhooks status"], _ = runPoller(t, []string{"DATABASE_URL=" + dbURL}, "webhooks", "status")
+		stopAndCheck(t, p, pool, gs...)
+		outputs["log"] = p.out.String()
+		if !strings.Contains(outputs["log"], "dns: ") || !strings.Contains(outputs["webhooks status"], "dns: ") {
+			t.Fatalf("the DNS failure is neither logged nor shown: the test proves nothing\n%s", outputs["webhooks status"])
+		}
+		for what, o := range outputs {
+			for _, s := range secrets {
+				if i := strings.Index(o, s); i >= 0 {
+					t.Errorf("%q appears in %s: %s", s, what, o[max(0, i-200):min(len(o), i+100)])
+				}
+			}
+		}
 	})
 
 	t.Run("every group refused", func(t *testing.T) {

@@ -202,16 +202,19 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 		pathKey    = "0123456789abcdef0123456789abcdef"
 		queryKey   = "QueryKey5150zzz"
 		userKey    = "UserKey9876yyy"
+		bareKey    = "BareKey0123abcd" // a query parameter without a value
+		wsKey      = "WsBareKey0456ef"
 	)
 	r := newFaultRun(t, 1)
 	dbURL := asRole(t, r.dbURL, "postgres", dbPassword) // trust auth: any password works
-	rpcURL := fmt.Sprintf("http://%s:%s@%s/v3/%s?apikey=%s", userKey, userKey+"pw",
-		strings.TrimPrefix(r.proxies[0].URL, "http://"), pathKey, queryKey)
-	secrets := []string{dbPassword, pathKey, queryKey, userKey}
+	rpcURL := fmt.Sprintf("http://%s:%s@%s/v3/%s?apikey=%s&%s", userKey, userKey+"pw",
+		strings.TrimPrefix(r.proxies[0].URL, "http://"), pathKey, queryKey, bareKey)
+	secrets := []string{dbPassword, pathKey, queryKey, userKey, bareKey, wsKey}
 
-	// Errors that quote the endpoint: 500s, a hang, a 401.
+	// Errors that quote the endpoint: 500s, a hang, a 401, and a newHeads
+	// endpoint on a port where nothing listens.
 	r.proxies[0].Set(func(f *rpcfault.Faults) { f.ServerErrors, f.Hang = 3, 1 })
-	env := pollerEnv(dbURL, rpcURL, r.info, r.addr)
+	env := pollerEnv(dbURL, rpcURL, r.info, r.addr, "RPC_WS_URL=ws://127.0.0.1:1/ws?"+wsKey)
 	p := startProc(t, "poller", env, "poller")
 	r.poller = p
 	r.caughtUp(2 * time.Minute)

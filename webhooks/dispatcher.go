@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -523,16 +521,16 @@ func (d *Dispatcher) deadLettered(e Endpoint, seq int64, why string) {
 }
 
 // post sends ev to e once. It returns the HTTP status (0 without an
-// answer) and, unless the answer was 2xx, what went wrong, in words that
-// never hold the URL.
+// answer) and, unless the answer was 2xx, what went wrong (e.problem):
+// the endpoint named by its label, never its URL or host.
 func (d *Dispatcher) post(ctx context.Context, e Endpoint, ev payments.Event) (int, string) {
 	body, err := json.Marshal(ev)
 	if err != nil {
-		return 0, "encoding the event: " + err.Error()
+		return 0, e.problem("encoding the event: " + err.Error())
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, "building the request"
+		return 0, e.problem("building the request")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "burnpoller-webhooks")
@@ -540,37 +538,12 @@ func (d *Dispatcher) post(ctx context.Context, e Endpoint, ev payments.Event) (i
 	req.Header.Set(HeaderSignature, Sign(d.cfg.Secret, time.Now(), body))
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return 0, describe(err)
+		return 0, e.problem(describe(err))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, responseCap))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, "HTTP " + strconv.Itoa(resp.StatusCode)
+		return resp.StatusCode, e.problem("HTTP " + strconv.Itoa(resp.StatusCode))
 	}
 	return resp.StatusCode, ""
-}
-
-// describe says why a request got no answer without quoting the URL
-// (*url.Error's text holds it).
-func describe(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "timeout (WEBHOOK_TIMEOUT)"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) {
-		return oe.Op + ": " + oe.Err.Error()
-	}
-	msg := err.Error()
-	if len(msg) > 200 {
-		msg = msg[:200]
-	}
-	return msg
 }

@@ -363,7 +363,7 @@ func TestDeadLettersAndRetry(t *testing.T) {
 	}
 	rows := deliveryRows(t, pool)
 	for _, e := range evs {
-		if !strings.Contains(rows[e.Seq], " false true 503 HTTP 503") {
+		if !strings.HasSuffix(rows[e.Seq], " false true 503 POST "+ep.Label+": HTTP 503") {
 			t.Fatalf("delivery of %d: %q, want dead-lettered after HTTP 503", e.Seq, rows[e.Seq])
 		}
 	}

@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"net/http"
 )
@@ -20,4 +22,15 @@ func DialAllTo(d *Dispatcher, addr string) {
 	d.client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return new(net.Dialer).DialContext(ctx, network, addr)
 	}
+}
+
+// TrustRoots makes d verify receivers' certificates against roots (a
+// test's TLS receiver) rather than the system's.
+func TrustRoots(d *Dispatcher, roots *x509.CertPool) {
+	t := d.client.Transport.(*http.Transport)
+	t.TLSClientConfig = t.TLSClientConfig.Clone()
+	if t.TLSClientConfig == nil {
+		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	t.TLSClientConfig.RootCAs = roots
 }

@@ -63,10 +63,15 @@ type EndpointStatus struct {
 	Retrying          int64   `json:"retrying"`
 	DeadLetters       int64   `json:"dead_letters"`
 	Delivered         int64   `json:"delivered"`
+	// LastError is what went wrong in the latest failed attempt of a
+	// delivery not delivered (retrying or dead-lettered), "" when none:
+	// "POST <label>: <what>", the endpoint named only by its label.
+	LastError string `json:"last_error"`
 }
 
-// Status reads every registered endpoint's deliveries. With detail, it
-// counts delivered rows too (a scan of the endpoint's history).
+// Status reads every registered endpoint's deliveries and the last error
+// of those not delivered. With detail, it counts delivered rows too (a
+// scan of the endpoint's history).
 func Status(ctx context.Context, pool *pgxpool.Pool, detail bool) ([]EndpointStatus, error) {
 	return StatusOf(ctx, pool, detail, nil)
 }
@@ -102,7 +107,10 @@ func StatusOf(ctx context.Context, pool *pgxpool.Pool, detail bool, of *Burns) (
 		       CASE WHEN $1 THEN (SELECT count(*) FROM webhook_deliveries d
 		                          WHERE d.endpoint = e.endpoint AND d.delivered_at IS NOT NULL AND `+ofDelivery+`) ELSE 0 END,
 		       `+oldestOwedOf(ofDelivery, ofEvent)+`,
-		       (SELECT count(*) FROM payment_events ev WHERE ev.seq > e.enqueued_seq AND ev.kind = ANY(e.events) AND `+ofEvent+`)
+		       (SELECT count(*) FROM payment_events ev WHERE ev.seq > e.enqueued_seq AND ev.kind = ANY(e.events) AND `+ofEvent+`),
+		       coalesce((SELECT d.last_error FROM webhook_deliveries d
+		                 WHERE d.endpoint = e.endpoint AND d.delivered_at IS NULL AND d.last_error IS NOT NULL AND `+ofDelivery+`
+		                 ORDER BY d.last_attempt_at DESC NULLS LAST, d.seq DESC LIMIT 1), '')
 		FROM webhook_endpoints e CROSS JOIN payment_event_seq s
 		ORDER BY e.endpoint`, args...)
 	if err != nil {
@@ -114,7 +122,7 @@ func StatusOf(ctx context.Context, pool *pgxpool.Pool, detail bool, of *Burns) (
 			notQueued int64
 		)
 		err := r.Scan(&s.Endpoint, &s.Events, &s.EnqueuedSeq, &s.LastSeq, &s.Backlog, &s.Retrying, &s.DeadLetters,
-			&s.Delivered, &s.OldestUndelivered, &notQueued)
+			&s.Delivered, &s.OldestUndelivered, &notQueued, &s.LastError)
 		s.Backlog += notQueued
 		return s, err
 	})

@@ -52,7 +52,7 @@ const usage = `usage: poller [run|backfill|verify|cursor|events|tail|webhooks|mi
   events [--since SEQ]       print payment events (seen, retracted, confirmed) in seq order, after SEQ
          [--follow] [--json] (default: all); --follow keeps printing them as they commit
   tail [--since SEQ] [--json]  events --follow, from the events committed after it starts
-  webhooks status [--json]   per endpoint: backlog, oldest undelivered, retrying, dead letters
+  webhooks status [--json]   per endpoint: backlog, oldest undelivered, retrying, dead letters, last error
          [--group NAME]      (of one group's events)
   webhooks retry --dead      re-arm every dead-lettered delivery
   webhooks retry --seq N     send event N again to every endpoint subscribed to its kind

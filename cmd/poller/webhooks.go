@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -80,14 +81,14 @@ func cmdWebhooksStatus(args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ENDPOINT\tEVENTS\tBACKLOG\tOLDEST UNDELIVERED\tRETRYING\tDEAD LETTERS\tDELIVERED\tENQUEUED TO SEQ")
+		fmt.Fprintln(tw, "ENDPOINT\tEVENTS\tBACKLOG\tOLDEST UNDELIVERED\tRETRYING\tDEAD LETTERS\tDELIVERED\tENQUEUED TO SEQ\tLAST ERROR")
 		for _, s := range st {
 			oldest := "-"
 			if s.Backlog > 0 {
 				oldest = (time.Duration(s.OldestUndelivered * float64(time.Second))).Round(time.Second).String()
 			}
-			fmt.Fprintf(tw, "%s\t%v\t%d\t%s\t%d\t%d\t%d\t%d of %d\n", s.Endpoint, s.Events, s.Backlog, oldest,
-				s.Retrying, s.DeadLetters, s.Delivered, s.EnqueuedSeq, s.LastSeq)
+			fmt.Fprintf(tw, "%s\t%v\t%d\t%s\t%d\t%d\t%d\t%d of %d\t%s\n", s.Endpoint, s.Events, s.Backlog, oldest,
+				s.Retrying, s.DeadLetters, s.Delivered, s.EnqueuedSeq, s.LastSeq, cmp.Or(s.LastError, "-"))
 		}
 		_ = tw.Flush()
 		return exitOK
