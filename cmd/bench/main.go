@@ -177,7 +177,7 @@ func main() {
 	flag.DurationVar(&o.mgLatency, "multigroup-latency", 20*time.Millisecond, "many chains: latency each group's proxy adds per request")
 	flag.BoolVar(&o.upgradeOnly, "upgrade-only", false, "run only the upgrade phase: a seeded ledger migrated from the previous release's schema to this tree's while replicas of each record on anvil")
 	flag.IntVar(&o.upgradePayments, "upgrade-payments", 1_000_000, "upgrade: payments seeded, each with its event and a delivered webhook")
-	flag.StringVar(&o.upgradeHook, "upgrade-hook", "", "upgrade: the replicas' PAYMENT_HOOK_SQL (e.g. SELECT pg_sleep(0.05): range transactions that hold their locks long)")
+	flag.StringVar(&o.upgradeHook, "upgrade-hook", "SELECT pg_sleep(0.02)", "upgrade: the replicas' PAYMENT_HOOK_SQL, which each migration waits to find running (the default: range transactions of a few hundred ms, each payment credited in 20 ms)")
 	flag.Parse()
 	real := o.denseNodes != nodeSim || o.groupsOnly || o.costOnly || o.multiGroupOnly || o.upgradeOnly
 	if o.perTx == 0 {

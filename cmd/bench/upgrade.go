@@ -65,7 +65,13 @@ func (b *bench) upgradePhase(ctx context.Context, o options) (*Upgrade, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if os.Getenv("BENCH_KEEP") == "" {
+			_ = os.RemoveAll(dir)
+		} else {
+			b.log.Info("upgrade logs kept", slog.String("dir", dir))
+		}
+	}()
 	prev := filepath.Join(dir, "poller-previous")
 	if err := harness.BuildRelease(ctx, harness.PreviousRelease, "poller", prev); err != nil {
 		return nil, err
@@ -173,6 +179,17 @@ func (b *bench) upgradePhase(ctx context.Context, o options) (*Upgrade, error) {
 	var steps []UpgradeStep
 	writers := "previous release"
 	apply := func(c migrations.Contract) (*migrations.Result, error) {
+		// Each migration starts while a writer is in the middle of a
+		// range transaction (its payments inserted, the hook running):
+		// the worst moment for the writers queued behind its locks.
+		if err := harness.WaitFor(ctx, 2*time.Minute, "a writer in the middle of a range transaction", func() bool {
+			var mid bool
+			_ = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
+				AND application_name LIKE 'burnpoller%' AND xact_start IS NOT NULL AND wait_event = 'PgSleep')`).Scan(&mid)
+			return mid
+		}); err != nil {
+			return nil, err
+		}
 		mconn, err := pgx.Connect(ctx, dbURL+"&application_name=bench-migrate")
 		if err != nil {
 			return nil, err
@@ -201,12 +218,16 @@ func (b *bench) upgradePhase(ctx context.Context, o options) (*Upgrade, error) {
 		}
 		replicas = append(replicas, p)
 	}
-	time.Sleep(3 * time.Second)
 	for _, p := range replicas[:2] {
 		_ = p.Signal(syscall.SIGTERM)
 		if _, err := p.Wait(30 * time.Second); err != nil {
 			return nil, err
 		}
+	}
+	// The contract step runs while this tree's replicas record.
+	took := recorded()
+	if err := harness.WaitFor(ctx, 2*time.Minute, "this tree's replicas recording", func() bool { return recorded() >= took+10 }); err != nil {
+		return nil, err
 	}
 	if _, err := apply(migrations.ContractWait); err != nil {
 		return nil, err
