@@ -1,0 +1,83 @@
+package migrations_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/burnpoller/burnpoller/db/migrations"
+)
+
+// holdParseLock begins a transaction on c and prepares sql in it, without
+// running it: Postgres opens (and locks) the statement's tables while it
+// parses it, and checks privileges only when it runs, so a role without
+// any right on a table holds, until its transaction ends, the lock its
+// statement would take there (ROW EXCLUSIVE for a write). The transaction
+// is left open, as a session may leave it for as long as it lives.
+func holdParseLock(ctx context.Context, t *testing.T, c *pgx.Conn, sql string) {
+	t.Helper()
+	if _, err := c.Exec(ctx, `BEGIN`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `PREPARE held AS `+sql); err != nil {
+		t.Fatalf("PREPARE held AS %s: %v", sql, err)
+	}
+	var mode string
+	if err := c.QueryRow(ctx, `SELECT string_agg(l.mode, ',') FROM pg_locks l
+		WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation' AND l.relation::regclass::text NOT LIKE 'pg_%'`).Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a role that may not run %q holds %s by preparing it", sql, mode)
+	t.Cleanup(func() { _, _ = c.Exec(context.Background(), `ROLLBACK`) })
+}
+
+// TestAPreparedWriteOfTheVersionTableStopsNoMigration: issue 38, "only a
+// writer can stop a writer": what keeps migrators apart (EXCLUSIVE on the
+// schema version table) must be out of reach of a role that may not write
+// the version. A login role with no grants at all (PUBLIC keeps USAGE on
+// schema public) that prepares an UPDATE of the version table in a
+// transaction it leaves open holds ROW EXCLUSIVE there, which conflicts
+// with EXCLUSIVE: every migrator's NOWAIT is refused, polled for ever. What
+// should hold: the migration completes beside it.
+func TestAPreparedWriteOfTheVersionTableStopsNoMigration(t *testing.T) {
+	t.Parallel()
+	ctx, admin := emptyDatabase(t)
+	if _, err := migrations.MigrateTo(ctx, admin, migrations.Latest()-2); err != nil {
+		t.Fatal(err)
+	}
+	stranger := roleConn(ctx, t, admin, "")
+	holdParseLock(ctx, t, stranger, `UPDATE `+migrations.VersionTable+` SET version = 0`)
+	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := migrations.Apply(mctx, admin, migrations.Latest(), migrations.Options{Contract: migrations.ContractForce})
+	if err != nil || res.To != migrations.Latest() {
+		t.Fatalf("a migration beside a role with no grants holding a prepared write of the version table = %+v, %v; want it at version %d",
+			res, err, migrations.Latest())
+	}
+}
+
+// TestAPreparedWriteOfTheLedgerStopsNoContractStep: the same trick on the
+// ledger. A login role with no grants prepares an INSERT into payments in a
+// transaction it leaves open: ROW EXCLUSIVE on payments, which conflicts
+// with the SHARE ROW EXCLUSIVE that contract step 26 (its LOCK TABLE, its
+// CREATE TRIGGER) needs; the step waits out its lock_timeout, is tried
+// again 20 times and fails. What should hold (issue 38: a role with no
+// grants cannot block a migration): the contract step runs.
+func TestAPreparedWriteOfTheLedgerStopsNoContractStep(t *testing.T) {
+	t.Parallel()
+	ctx, admin := emptyDatabase(t)
+	if _, err := migrations.MigrateTo(ctx, admin, migrations.Latest()-1); err != nil {
+		t.Fatal(err)
+	}
+	stranger := roleConn(ctx, t, admin, "")
+	holdParseLock(ctx, t, stranger, `INSERT INTO payments DEFAULT VALUES`)
+	mctx, cancel := context.WithTimeout(ctx, 50*time.Second)
+	defer cancel()
+	res, err := migrations.Apply(mctx, admin, migrations.Latest(), migrations.Options{Contract: migrations.ContractForce})
+	if err != nil || res.To != migrations.Latest() {
+		t.Fatalf("the contract step beside a role with no grants holding a prepared insert into payments = %+v, %v; want it at version %d",
+			res, err, migrations.Latest())
+	}
+}
