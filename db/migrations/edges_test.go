@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/db/migrations"
+	"github.com/burnpoller/burnpoller/internal/pgtopo"
 )
 
 // holdParseLock begins a transaction on c and prepares sql in it, without
@@ -80,4 +81,67 @@ func TestAPreparedWriteOfTheLedgerStopsNoContractStep(t *testing.T) {
 		t.Fatalf("the contract step beside a role with no grants holding a prepared insert into payments = %+v, %v; want it at version %d",
 			res, err, migrations.Latest())
 	}
+}
+
+// TestAnOlderReplicaBehindPgBouncerKeepsTheContractPending: issue 39, "a
+// contract step started while an old replica still lives waits". A
+// replica reaching the database through PgBouncer in transaction mode
+// (docs/operations/postgres.md) has no server session of its own:
+// pg_stat_activity shows, on each server connection, the application_name
+// of the last client that used it. Once a replica of this release has run
+// one transaction on the connection an old replica used last (PgBouncer
+// hands out the most recently freed one), the old replica, still connected
+// and recording every poll, is not seen: OlderReplicas finds nothing and
+// the contract step runs, refusing it. The previous release writes no
+// replica_members row without GROUPS, so nothing else shows it. What
+// should hold: while the old replica is connected, the contract step
+// stays pending.
+func TestAnOlderReplicaBehindPgBouncerKeepsTheContractPending(t *testing.T) {
+	t.Parallel()
+	srv := pgtopo.Standalone(t)
+	bouncer := pgtopo.NewBouncer(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	direct, err := pgx.Connect(ctx, srv.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close(context.Background())
+	if _, err := migrations.MigrateTo(ctx, direct, migrations.Latest()-1); err != nil {
+		t.Fatal(err)
+	}
+	client := func(app string) *pgx.Conn {
+		c, err := pgx.Connect(ctx, bouncer.URL("postgres")+"&default_query_exec_mode=simple_protocol&application_name="+app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		return c
+	}
+	// The previous release's replica: a poll's transaction now and then.
+	old := client("burnpoller")
+	if _, err := old.Exec(ctx, `BEGIN; SELECT count(*) FROM block_cursors; COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	older, err := migrations.OlderReplicas(ctx, direct, migrations.Latest())
+	if err != nil || len(older) == 0 {
+		t.Fatalf("right after the old replica's transaction, OlderReplicas = %q, %v; want its session", older, err)
+	}
+	// A replica of this release polls once through the same pooler.
+	fresh := client(migrations.SessionName("burnpoller"))
+	if _, err := fresh.Exec(ctx, `BEGIN; SELECT count(*) FROM block_cursors; COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sessions: %q", texts(ctx, t, direct, `SELECT pid || ' ' || application_name || ' ' || coalesce(state, '') FROM pg_stat_activity WHERE datname = 'postgres'`))
+	older, err = migrations.OlderReplicas(ctx, direct, migrations.Latest())
+	if err != nil || len(older) == 0 {
+		t.Errorf("with the old replica still connected through PgBouncer, OlderReplicas = %q, %v; want it seen", older, err)
+	}
+	res, err := migrations.Apply(ctx, direct, migrations.Latest(), migrations.Options{})
+	if err != nil || res.Pending == nil || res.To != migrations.Latest()-1 {
+		t.Errorf("poller migrate with the old replica connected through PgBouncer = %+v, %v; want the contract step pending", res, err)
+	}
+	// The old replica was there all along, and its next poll is refused.
+	_, err = old.Exec(ctx, `BEGIN; UPDATE block_cursors SET polled_at = now(); COMMIT`)
+	t.Logf("the old replica's next poll: %v", err)
 }
