@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,4 +145,58 @@ func TestAnOlderReplicaBehindPgBouncerKeepsTheContractPending(t *testing.T) {
 	// The old replica was there all along, and its next poll is refused.
 	_, err = old.Exec(ctx, `BEGIN; UPDATE block_cursors SET polled_at = now(); COMMIT`)
 	t.Logf("the old replica's next poll: %v", err)
+}
+
+// TestAnOlderReplicaReconnectingKeepsTheContractPending: issue 39, "the
+// contract step runs only once no replica of an older release is alive".
+// A replica of the previous release without GROUPS is seen only by its
+// sessions, and only at the instant OlderReplicas looks: when Postgres
+// ends its sessions (a restart, a failover, a pooler's reconnect, an
+// operator's pg_terminate_backend) it is still alive and reconnects within
+// its start-up back-off (up to 15 s), but a migrator looking in between
+// (poller migrate --contract looks every 2 s; a replica of this release
+// starting with MIGRATE=true looks once) finds nothing and runs the step,
+// and the old replica's next poll is refused. The replica_members rows
+// count for 30 s after their last beat (liveFor); sessions count for no
+// time at all. What should hold: an older session seen within that
+// window keeps the contract step pending.
+func TestAnOlderReplicaReconnectingKeepsTheContractPending(t *testing.T) {
+	t.Parallel()
+	ctx, admin := emptyDatabase(t)
+	if _, err := migrations.MigrateTo(ctx, admin, migrations.Latest()-1); err != nil {
+		t.Fatal(err)
+	}
+	oldURL := admin.Config().ConnString() + "&application_name=burnpoller"
+	if !strings.Contains(admin.Config().ConnString(), "?") {
+		oldURL = admin.Config().ConnString() + "?application_name=burnpoller"
+	}
+	old, err := pgx.Connect(ctx, oldURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := migrations.Apply(ctx, admin, migrations.Latest(), migrations.Options{}); err != nil || res.Pending == nil {
+		t.Fatalf("beside the old replica's session = %+v, %v; want the contract step pending", res, err)
+	}
+	// The server ends the old replica's session; it reconnects a moment
+	// later, as its pool does.
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, old.PgConn().PID()); err != nil {
+		t.Fatal(err)
+	}
+	_ = old.Close(ctx)
+	waitFor(t, 10*time.Second, "the old session gone", func() bool {
+		var n int
+		_ = admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'burnpoller'`).Scan(&n)
+		return n == 0
+	})
+	res, err := migrations.Apply(ctx, admin, migrations.Latest(), migrations.Options{})
+	again, cerr := pgx.Connect(ctx, oldURL)
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	defer again.Close(context.Background())
+	if err != nil || res.Pending == nil || res.To != migrations.Latest()-1 {
+		t.Errorf("a moment after the old replica's session ended = %+v, %v; want the contract step pending", res, err)
+	}
+	_, err = again.Exec(ctx, `UPDATE block_cursors SET polled_at = now()`)
+	t.Logf("the old replica's first poll after reconnecting: %v", err)
 }
