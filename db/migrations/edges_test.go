@@ -200,3 +200,40 @@ func TestAnOlderReplicaReconnectingKeepsTheContractPending(t *testing.T) {
 	_, err = again.Exec(ctx, `UPDATE block_cursors SET polled_at = now()`)
 	t.Logf("the old replica's first poll after reconnecting: %v", err)
 }
+
+// TestALaterMigrationMayRewriteTheLedger: docs/schema.md lets an expand
+// step rewrite a large table "in batches, resumably (as migration 5
+// did)". After contract step 26, the guard refuses every write of the
+// ledger by a session named 'burnpoller…' that does not declare schema 26
+// or later (SET LOCAL burnpoller.writer_schema), and the migrator's own
+// session is one: `poller migrate` names it migrations.SessionName
+// ("burnpoller"), a replica's start-up migration 'burnpoller-session/…',
+// and the runner declares nothing. So the next release's first migration
+// that touches payments, block_cursors, pending_payments,
+// payment_events_staged, ledger_commits or rejected_logs fails in
+// production with "this burnpoller release is retired", while every test
+// passes: pgtest's template migrates under 'pgtest owner …' and tern's
+// runner under no name. What should hold: a migration run by this
+// release's runner on its own session may write the ledger.
+func TestALaterMigrationMayRewriteTheLedger(t *testing.T) {
+	t.Parallel()
+	ctx, plain := emptyDatabase(t)
+	cfg := plain.Config()
+	cfg.RuntimeParams["application_name"] = migrations.SessionName("burnpoller") // as poller migrate opens it
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := migrations.MigrateTo(ctx, conn, migrations.Latest()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, sql string }{
+		{"in a transaction", `UPDATE payments SET orphaned_at = orphaned_at WHERE id BETWEEN 1 AND 1000;`},
+		{"in batches, outside a transaction", "---- tern: disable-tx ----\nUPDATE payments SET orphaned_at = orphaned_at WHERE id BETWEEN 1 AND 1000;\nUPDATE payments SET orphaned_at = orphaned_at WHERE id BETWEEN 1001 AND 2000;"},
+	} {
+		if err := migrations.RunStep(ctx, conn, migrations.Latest(), "027_rewrite_payments.sql", tc.sql); err != nil {
+			t.Errorf("a later migration rewriting payments %s, run by poller migrate's session = %v; want it to run", tc.name, err)
+		}
+	}
+}
