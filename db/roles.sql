@@ -37,8 +37,15 @@ GRANT CONNECT ON DATABASE :"db" TO burnpoller_runtime, burnpoller_consumer;
 REVOKE TEMPORARY ON DATABASE :"db" FROM PUBLIC;
 REVOKE TEMPORARY ON DATABASE :"db" FROM burnpoller_runtime;
 
--- The migration role creates its tables in public; nobody else may.
+-- The migration role creates its tables in public; nobody else may. Nor
+-- may a role not named here even name them: Postgres locks a table a
+-- statement names while it parses it, before it checks privileges, so a
+-- role that may name a table can hold ROW EXCLUSIVE there (a write it
+-- prepares in a transaction left open), which holds back a migration
+-- that alters it. Another application's role that needs the schema gets
+-- USAGE back by name.
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+REVOKE USAGE ON SCHEMA public FROM PUBLIC;
 GRANT USAGE, CREATE ON SCHEMA public TO burnpoller_migrate;
 GRANT USAGE ON SCHEMA public TO burnpoller_runtime, burnpoller_consumer;
 

@@ -19,10 +19,10 @@ import (
 // TestARetiredReleaseRecordsNothing: once the contract step that retires
 // the releases before schema 26 has run, a burnpoller session that does
 // not declare the schema it writes (the previous release's, named
-// 'burnpoller') is refused every write of the ledger, with one error
-// naming the release to roll to, and records nothing; this release's
-// writer, which declares it, records; a session of another program (psql,
-// a service) is left alone.
+// 'burnpoller') has every commit that records a payment, an event or the
+// head refused, the whole transaction with it, with one error naming the
+// release to roll to; this release's writer, which declares it, records;
+// a session of another program (psql, a service) is left alone.
 func TestARetiredReleaseRecordsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -47,9 +47,17 @@ func TestARetiredReleaseRecordsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	insert := `INSERT INTO payments (chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at)
-		VALUES (1337, '0x` + strings.Repeat("ab", 20) + `', '0x` + strings.Repeat("01", 32) + `', 0, 7, '0x` + strings.Repeat("cd", 32) + `',
-		'0x` + strings.Repeat("12", 20) + `', '0x` + strings.Repeat("34", 32) + `', 5, now())`
+	// What a writer's transaction records, as the previous release writes
+	// it: a payment, its event staged, the commit's row, or a head alone.
+	records := map[string][]string{
+		"a payment": {
+			`INSERT INTO payments (chain_id, contract, tx_hash, log_index, block_number, block_hash, payer, digest, amount, burned_at)
+			 VALUES (1337, '0x` + strings.Repeat("ab", 20) + `', '0x` + strings.Repeat("01", 32) + `', 0, 7, '0x` + strings.Repeat("cd", 32) + `',
+			 '0x` + strings.Repeat("12", 20) + `', '0x` + strings.Repeat("34", 32) + `', 5, now())`,
+			`INSERT INTO ledger_commits (events) VALUES (true)`,
+		},
+		"the head": {`INSERT INTO ledger_commits (head_chain_id, head_block, head_hash, events) VALUES (1337, 9, '0x` + strings.Repeat("ef", 32) + `', false)`},
+	}
 	for _, tc := range []struct {
 		name, app, declare string
 		refused            bool
@@ -60,44 +68,57 @@ func TestARetiredReleaseRecordsNothing(t *testing.T) {
 		{name: "this release", app: migrations.SessionName("burnpoller"), declare: "26"},
 		{name: "another program", app: "psql"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			c, err := pgx.Connect(ctx, named(tc.app))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close(context.Background())
-			for _, sql := range []string{
-				insert,
-				`UPDATE block_cursors SET last_processed_block = 9 WHERE id = 'test'`,
-				`INSERT INTO ledger_commits (events) VALUES (true)`,
-				`DELETE FROM pending_payments`,
-			} {
+		for what, sqls := range records {
+			t.Run(tc.name+" records "+what, func(t *testing.T) {
+				c, err := pgx.Connect(ctx, named(tc.app))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close(context.Background())
 				tx, err := c.Begin(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
+				defer func() { _ = tx.Rollback(context.Background()) }()
 				if tc.declare != "" {
 					if _, err := tx.Exec(ctx, `SELECT set_config($1, $2, true)`, migrations.WriterSetting, tc.declare); err != nil {
 						t.Fatal(err)
 					}
 				}
-				_, err = tx.Exec(ctx, sql)
-				_ = tx.Rollback(ctx)
+				var before int
+				if err := admin.QueryRow(ctx, `SELECT count(*) FROM payments`).Scan(&before); err != nil {
+					t.Fatal(err)
+				}
+				for _, sql := range sqls {
+					if _, err := tx.Exec(ctx, sql); err != nil {
+						t.Fatal(err)
+					}
+				}
+				err = tx.Commit(ctx)
 				var pgErr *pgconn.PgError
-				refused := errors.As(err, &pgErr) && pgErr.Code == "BP026"
+				refused := errors.As(err, &pgErr) && pgErr.Code == "BPRET"
 				if refused != tc.refused || (!refused && err != nil) {
-					t.Fatalf("%s: %v; want refused %v", sql, err, tc.refused)
+					t.Fatalf("commit: %v; want refused %v", err, tc.refused)
 				}
 				if refused && !strings.Contains(pgErr.Message, "roll this replica to burnpoller v2.0.0 (revision 0123abc) or later") {
 					t.Fatalf("refusal %q does not name the release to roll to", pgErr.Message)
 				}
-			}
-		})
+				var after int
+				if err := admin.QueryRow(ctx, `SELECT count(*) FROM payments`).Scan(&after); err != nil {
+					t.Fatal(err)
+				}
+				if refused && after != before {
+					t.Fatalf("a refused commit left %d payments, want %d", after, before)
+				}
+				if _, err := admin.Exec(ctx, `DELETE FROM payments`); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
 	}
 
-	// This release's writer records, in a session named as the previous
-	// release's would be refused.
+	// This release's writer records, in a session named as this
+	// release names its own.
 	if n := commitRange(t, s, "test", 0, 7, []payments.Payment{payment(2, 0, big.NewInt(9))}); n != 1 {
 		t.Fatalf("this release's writer inserted %d payments, want 1", n)
 	}

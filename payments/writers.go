@@ -22,7 +22,8 @@ import (
 //
 // Until every replica runs this release, the writers of the previous one,
 // which take an advisory lock alone, are kept out by taking it too, unless
-// its holder's role may not insert payments: such a session is no writer,
+// no role its session's user belongs to (directly, by SET ROLE or by
+// inheritance) may insert payments: such a session is no writer,
 // and waiting for it would hand every role the right to stop the writers.
 func (t *Tx) LockWriters(ctx context.Context, chainID uint64, contracts []string) error {
 	keys := slices.Clone(contracts)
@@ -71,7 +72,8 @@ func (t *Tx) lockWriterRows(ctx context.Context, chainID uint64, contracts []str
 				  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 				  AND l.classid = ((w.key >> 32) & 4294967295)::oid
 				  AND l.objid = (w.key & 4294967295)::oid
-				  AND has_table_privilege(a.usesysid, 'payments', 'INSERT'))
+				  AND EXISTS (SELECT 1 FROM pg_roles r WHERE pg_has_role(a.usesysid, r.oid, 'MEMBER')
+				              AND has_table_privilege(r.oid, 'payments', 'INSERT')))
 			END), true)
 		FROM (SELECT hashtextextended('burnpoller writers ' || $3 || ' ' || contract, 0) AS key
 		      FROM writer_locks WHERE chain_id = $1 AND contract = ANY($2)

@@ -213,14 +213,17 @@ func (s *startup) schema(ctx, stop context.Context) error {
 		if ctx.Err() != nil {
 			return backoff.Permanent(context.Cause(ctx))
 		}
-		res, err := Migrate(stop, sessions, migrations.Options{Release: s.d.Release})
+		// Contract steps are poller migrate's: one retires what has not
+		// been looked at for long, and this role may not run one.
+		res, err := Migrate(stop, sessions, migrations.Options{Release: s.d.Release, Contract: migrations.ContractNever})
 		if err == nil && res.From != res.To {
 			s.d.Log.Info("migrated the database", slog.Int("from", int(res.From)), slog.Int("to", int(res.To)))
 		}
 		if err == nil && res.Pending != nil {
-			// Expanded: this binary runs; the contract step waits for the
-			// replicas of older releases to go (poller migrate --contract).
-			s.d.Log.Info("a contract step waits for older releases to go", slog.String("pending", res.Pending.String()))
+			// Expanded: this binary runs; the contract step is poller
+			// migrate's, once the replicas of older releases are gone.
+			s.d.Log.Info("a contract step is pending; poller migrate runs it once no replica of an older release lives",
+				slog.Int("step", int(res.Pending.Version)), slog.String("name", res.Pending.Name))
 		}
 		return permanentUnlessConnection(err)
 	})

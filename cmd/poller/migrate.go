@@ -21,6 +21,10 @@ import (
 // waiting for.
 const contractWaitLog = 10 * time.Second
 
+// contractQuiet is how long poller migrate sees nothing of an older
+// release before it runs a contract step (migrations.Options.Quiet).
+const contractQuiet = 30 * time.Second
+
 // cmdMigrate runs "poller migrate [--contract [--force]] [--status]".
 func cmdMigrate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("poller migrate", flag.ContinueOnError)
@@ -46,7 +50,7 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) int {
 		if *status {
 			return migrateStatus(ctx, c.log, pool, stdout)
 		}
-		opts := migrations.Options{Release: release(), Applied: func(v int32, name string, took time.Duration) {
+		opts := migrations.Options{Release: release(), Quiet: contractQuiet, Applied: func(v int32, name string, took time.Duration) {
 			c.log.Info("applied a migration", slog.Int("version", int(v)), slog.String("name", name), slog.Duration("took", took))
 		}}
 		switch {

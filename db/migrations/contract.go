@@ -46,14 +46,23 @@ func SessionName(base string) string {
 // its replica to count as alive (replicas beat every 2 s at most).
 const liveFor = "30 seconds"
 
+// committedFor is how recently a release that declares no writer schema
+// must have committed (release_sightings) to count as alive: its head
+// tracking commits at every block, its ranges at every finality step.
+const committedFor = "1 minute"
+
 // OlderReplicas lists what lives of releases that bring a schema below
 // version, in this database: the replicas whose replica_members row was
 // beaten lately and names an older schema (or none: a release before
-// schema 25, with GROUPS), and the sessions whose application_name names
-// one (a release before schema 25 names its sessions 'burnpoller',
+// schema 25, with GROUPS); the sessions whose application_name names one
+// (a release before schema 25 names its sessions 'burnpoller',
 // 'burnpoller-session' or 'burnpoller-webhooks'; later ones add
-// '/<schema>'). A replica of an older release whose connection string
-// names its sessions otherwise, and that does not serve named groups,
+// '/<schema>'); and the commits, within committedFor, of burnpoller
+// sessions that declared no writer schema (release_sightings), which show
+// a writer whose session is gone for a moment (a reconnect) or renamed (a
+// transaction pooler hands its server connection to the next client). A
+// replica of an older release whose connection string names its sessions
+// otherwise, that serves no named groups and has not written lately,
 // cannot be seen.
 func OlderReplicas(ctx context.Context, q Querier, version int32) ([]string, error) {
 	var older []string
@@ -93,7 +102,19 @@ func OlderReplicas(ctx context.Context, q Querier, version int32) ([]string, err
 		legacySessions, version).Scan(&sessions); err != nil {
 		return nil, fmt.Errorf("reading the database's sessions: %w", err)
 	}
-	return append(older, sessions...), nil
+	older = append(older, sessions...)
+	var sighted *time.Time
+	err := q.QueryRow(ctx, `SELECT max(last_commit_at) FROM release_sightings
+		WHERE writer_schema < $1 AND last_commit_at > now() - interval '`+committedFor+`'`, version).Scan(&sighted)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42P01": // before migration 25
+	case err != nil:
+		return nil, fmt.Errorf("reading release_sightings: %w", err)
+	case sighted != nil:
+		older = append(older, "commits of a release before schema 26, the last at "+sighted.UTC().Format(time.RFC3339))
+	}
+	return older, nil
 }
 
 // Pending is a contract step left pending: replicas of older releases
@@ -105,8 +126,11 @@ type Pending struct {
 }
 
 func (p *Pending) String() string {
-	return fmt.Sprintf("contract step %d (%s) pending: %d replica(s) or session(s) of an older release live: %s",
-		p.Version, p.Name, len(p.Older), strings.Join(p.Older, ", "))
+	if len(p.Older) == 0 {
+		return fmt.Sprintf("contract step %d (%s) pending", p.Version, p.Name)
+	}
+	return fmt.Sprintf("contract step %d (%s) pending: what lives of older releases: %s",
+		p.Version, p.Name, strings.Join(p.Older, ", "))
 }
 
 // isContract says migration m is a contract step.

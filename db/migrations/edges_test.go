@@ -119,9 +119,12 @@ func TestAnOlderReplicaBehindPgBouncerKeepsTheContractPending(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close(context.Background()) })
 		return c
 	}
-	// The previous release's replica: a poll's transaction now and then.
+	// The previous release's replica: a poll's transaction now and then,
+	// which records the head as its head tracking does at every block.
 	old := client("burnpoller")
-	if _, err := old.Exec(ctx, `BEGIN; SELECT count(*) FROM block_cursors; COMMIT`); err != nil {
+	if _, err := old.Exec(ctx, `BEGIN; SELECT count(*) FROM block_cursors;
+		INSERT INTO ledger_commits (head_chain_id, head_block, head_hash, events) VALUES (1337, 9, '0x`+strings.Repeat("ef", 32)+`', false);
+		COMMIT`); err != nil {
 		t.Fatal(err)
 	}
 	older, err := migrations.OlderReplicas(ctx, direct, migrations.Latest())
@@ -157,9 +160,10 @@ func TestAnOlderReplicaBehindPgBouncerKeepsTheContractPending(t *testing.T) {
 // (poller migrate --contract looks every 2 s; a replica of this release
 // starting with MIGRATE=true looks once) finds nothing and runs the step,
 // and the old replica's next poll is refused. The replica_members rows
-// count for 30 s after their last beat (liveFor); sessions count for no
-// time at all. What should hold: an older session seen within that
-// window keeps the contract step pending.
+// count for 30 s after their last beat (liveFor); sessions counted for no
+// time at all. What should hold: a migration that looks for a while
+// (poller migrate's Quiet) before it runs the step sees the old replica
+// back, and keeps the step pending.
 func TestAnOlderReplicaReconnectingKeepsTheContractPending(t *testing.T) {
 	t.Parallel()
 	ctx, admin := emptyDatabase(t)
@@ -188,10 +192,21 @@ func TestAnOlderReplicaReconnectingKeepsTheContractPending(t *testing.T) {
 		_ = admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'burnpoller'`).Scan(&n)
 		return n == 0
 	})
-	res, err := migrations.Apply(ctx, admin, migrations.Latest(), migrations.Options{})
-	again, cerr := pgx.Connect(ctx, oldURL)
-	if cerr != nil {
-		t.Fatal(cerr)
+	// poller migrate looks for Quiet before it runs the step; the old
+	// replica reconnects a second into it.
+	reconnected := make(chan *pgx.Conn, 1)
+	go func() {
+		time.Sleep(time.Second)
+		c, err := pgx.Connect(ctx, oldURL)
+		if err != nil {
+			t.Error(err)
+		}
+		reconnected <- c
+	}()
+	res, err := migrations.Apply(ctx, admin, migrations.Latest(), migrations.Options{Quiet: 5 * time.Second})
+	again := <-reconnected
+	if again == nil {
+		t.FailNow()
 	}
 	defer again.Close(context.Background())
 	if err != nil || res.Pending == nil || res.To != migrations.Latest()-1 {

@@ -117,6 +117,10 @@ const (
 	// ContractForce runs it whatever lives: the older replicas' writes are
 	// refused from then on.
 	ContractForce
+	// ContractNever leaves every contract step pending: a replica's
+	// start-up migration, whose role may not run one, and which must not
+	// retire what it has not looked at for long.
+	ContractNever
 )
 
 // Options are a migration's.
@@ -130,6 +134,11 @@ type Options struct {
 	Waiting func(*Pending)
 	// Poll is how often a ContractWait migration looks again (2 s if 0).
 	Poll time.Duration
+	// Quiet, under ContractWhenFree and ContractWait, is how long nothing
+	// of an older release may be seen, looked for every second, before a
+	// contract step runs: a replica reconnecting, or between two polls
+	// behind a pooler, shows again within it. Zero looks once.
+	Quiet time.Duration
 	// Applied, if set, hears of each step applied: the version it brought
 	// the database to, its migration and how long it took (its lock
 	// waits and retries included).
@@ -170,16 +179,16 @@ const LockKey = 0x6275726e706f6c6c // "burnpoll"
 // Apply brings the database to version, up or down, treating contract
 // steps as opts says. Concurrent migrators take turns.
 //
-// Each step holds the version table in EXCLUSIVE mode and applies its
-// migration only if the version is still the one it follows: in the same
+// Each step holds the version row (FOR UPDATE) and applies its migration
+// only if the version is still the one it follows: in the same
 // transaction for a migration that runs in one, and from a second session
-// holding the table for one that cannot (tern's "disable-tx", for CREATE
+// holding the row for one that cannot (tern's "disable-tx", for CREATE
 // INDEX CONCURRENTLY), whose statements run one by one. That lock needs
-// UPDATE on the version table, which only the migrations' owner has: no
-// reader, writer or stranger can take it, where the advisory locks before
-// it (tern's, LockKey) could be taken, and held for good, by any role. A
-// step whose own lock waits out its lock_timeout (writers in the way) is
-// tried again, a few times.
+// UPDATE on the version table, which only the migrations' owner has, and
+// nothing a role without it may take stands in its way (see lockVersion):
+// the advisory locks before it (tern's, LockKey) could be taken, and held
+// for good, by any role. A step whose own lock waits out its lock_timeout
+// (writers in the way) is tried again, a few times.
 //
 // Migrators ask for the lock with NOWAIT, polled, rather than waiting
 // inside a statement: a session blocked in a statement holds a snapshot,

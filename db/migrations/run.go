@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,7 +64,10 @@ func (r runner) step(ctx context.Context, v, target int32) (int32, *Pending, err
 		to, err := r.apply(ctx, v, v+1, m.Name, m.UpSQL, nil)
 		return to, nil, err
 	}
-	older, err := OlderReplicas(ctx, r.conn, v+1)
+	if r.opts.Contract == ContractNever {
+		return v, &Pending{Version: v + 1, Name: m.Name}, nil
+	}
+	older, err := r.olderFor(ctx, v+1)
 	if err != nil || (len(older) > 0 && r.opts.Contract != ContractForce) {
 		return v, &Pending{Version: v + 1, Name: m.Name, Older: older}, err
 	}
@@ -72,6 +76,25 @@ func (r runner) step(ctx context.Context, v, target int32) (int32, *Pending, err
 		return recordContract(ctx, tx, v+1, m.Name, release, older)
 	})
 	return to, nil, err
+}
+
+// olderFor is what lives of releases before version, looked for once, or,
+// but under ContractForce, every second for Quiet while nothing is seen.
+func (r runner) olderFor(ctx context.Context, version int32) ([]string, error) {
+	deadline := time.Now().Add(r.opts.Quiet)
+	for {
+		older, err := OlderReplicas(ctx, r.conn, version)
+		if err != nil || len(older) > 0 || r.opts.Contract == ContractForce || !time.Now().Before(deadline) {
+			return older, err
+		}
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // apply runs sql, which moves the database from version v to to, and
@@ -156,7 +179,12 @@ func (r runner) outsideTx(ctx context.Context, v, to int32, name, sql string, af
 	if cur != v {
 		return cur, nil
 	}
-	if err := keepAlive(ctx, tx, func() error {
+	if err := keepAlive(ctx, tx, func(ctx context.Context) error {
+		// A statement here is this release's: it declares the schema
+		// it writes, as the writers do.
+		if _, err := r.conn.Exec(ctx, "SELECT set_config('"+WriterSetting+"', $1, false)", strconv.Itoa(int(Latest()))); err != nil {
+			return fmt.Errorf("migration %s: %w", name, err)
+		}
 		for _, stmt := range splitStatements(sql) {
 			if _, err := r.conn.Exec(ctx, stmt); err != nil {
 				return fmt.Errorf("migration %s: %w", name, err)
@@ -183,7 +211,12 @@ func (r runner) outsideTx(ctx context.Context, v, to int32, name, sql string, af
 
 // keepAlive runs f while it beats tx's session every heartbeat, so that
 // the server's idle limit ends the session only when its client is gone.
-func keepAlive(ctx context.Context, tx pgx.Tx, f func() error) error {
+//
+// f's context ends if a beat fails: the lock may be gone (the server ended
+// the session), and no statement of the step runs without it.
+func keepAlive(ctx context.Context, tx pgx.Tx, f func(context.Context) error) error {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stop, beaten := make(chan struct{}), make(chan error, 1)
 	go func() {
 		t := time.NewTicker(heartbeat)
@@ -195,24 +228,30 @@ func keepAlive(ctx context.Context, tx pgx.Tx, f func() error) error {
 				return
 			case <-t.C:
 				if _, err := tx.Exec(ctx, "SELECT 1"); err != nil {
+					cancel()
 					beaten <- fmt.Errorf("keeping the schema version locked: %w", err)
 					return
 				}
 			}
 		}
 	}()
-	err := f()
+	err := f(fctx)
 	close(stop)
 	return errors.Join(err, <-beaten)
 }
 
 // lockVersion begins a bounded transaction on conn holding the version
-// table in EXCLUSIVE mode, asking with NOWAIT until it is free, and returns
-// the version. EXCLUSIVE lets readers of the version through (ACCESS
-// SHARE), and needs UPDATE on the table to take. It is a table lock, not a
-// row lock, because it takes no transaction id: a transaction holding one
-// would pin its xmin, and CREATE INDEX CONCURRENTLY, run by the migrator's
-// other session meanwhile, waits for every transaction with an older xmin.
+// row (FOR UPDATE), asking with NOWAIT until it is free, and returns the
+// version; the transaction declares the schema this binary writes. A row
+// lock needs UPDATE on the table, which only the migrations' owner has, and
+// a role without it cannot get in its way either: the most a session can
+// take of a table it may not write is ROW EXCLUSIVE (a write it prepares
+// but may not run is locked at parse time), and a row lock's table lock,
+// ROW SHARE, conflicts only with EXCLUSIVE and ACCESS EXCLUSIVE. The
+// statements go by the simple protocol, which leaves no portal open: an
+// open portal's snapshot would pin the transaction's xmin, and CREATE
+// INDEX CONCURRENTLY, run by the migrator's other session meanwhile, waits
+// for every transaction with an older xmin.
 func lockVersion(ctx context.Context, conn *pgx.Conn) (pgx.Tx, int32, error) {
 	for {
 		tx, err := conn.Begin(ctx)
@@ -220,14 +259,10 @@ func lockVersion(ctx context.Context, conn *pgx.Conn) (pgx.Tx, int32, error) {
 			return nil, 0, fmt.Errorf("beginning a migration: %w", err)
 		}
 		var v int32
-		_, err = tx.Exec(ctx, "SET LOCAL idle_in_transaction_session_timeout = '"+idleLimit+"'")
+		_, err = tx.Exec(ctx, "SET LOCAL idle_in_transaction_session_timeout = '"+idleLimit+"'; SET LOCAL "+
+			pgx.Identifier(strings.Split(WriterSetting, ".")).Sanitize()+" = '"+strconv.Itoa(int(Latest()))+"'")
 		if err == nil {
-			_, err = tx.Exec(ctx, "LOCK TABLE "+VersionTable+" IN EXCLUSIVE MODE NOWAIT")
-		}
-		if err == nil {
-			// The simple protocol leaves no portal open, whose snapshot
-			// would pin the transaction's xmin as a transaction id does.
-			err = tx.QueryRow(ctx, "SELECT version FROM "+VersionTable, pgx.QueryExecModeSimpleProtocol).Scan(&v)
+			err = tx.QueryRow(ctx, "SELECT version FROM "+VersionTable+" FOR UPDATE NOWAIT", pgx.QueryExecModeSimpleProtocol).Scan(&v)
 		}
 		if err == nil {
 			return tx, v, nil
@@ -260,8 +295,11 @@ func setVersion(ctx context.Context, tx pgx.Tx, version int32) error {
 // the winner's table on its next try.
 func ensureVersionTable(ctx context.Context, conn *pgx.Conn) error {
 	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT to_regclass('"+VersionTable+"') IS NOT NULL").Scan(&exists); err != nil {
-		return fmt.Errorf("looking for the schema version table: %w", err)
+	if err := conn.QueryRow(ctx, "SELECT to_regclass('"+VersionTable+"') IS NOT NULL AND EXISTS (SELECT FROM "+VersionTable+")").Scan(&exists); err != nil {
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42P01" {
+			return fmt.Errorf("looking for the schema version table: %w", err)
+		}
 	}
 	if exists {
 		return nil
@@ -306,7 +344,8 @@ func queueBehindOlderMigrators(ctx context.Context, conn *pgx.Conn) (release fun
 				WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
 				  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 				  AND l.classid = (($1 >> 32) & 4294967295)::oid AND l.objid = ($1 & 4294967295)::oid
-				  AND has_table_privilege(a.usesysid, '`+VersionTable+`', 'UPDATE'))
+				  AND EXISTS (SELECT 1 FROM pg_roles r WHERE pg_has_role(a.usesysid, r.oid, 'MEMBER')
+				              AND has_table_privilege(r.oid, '`+VersionTable+`', 'UPDATE')))
 			THEN 'wait' ELSE 'passed' END`, int64(LockKey)).Scan(&state)
 		switch {
 		case err != nil:
