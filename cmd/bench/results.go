@@ -50,6 +50,8 @@ type Results struct {
 	SparseFloor *SparseFloor `json:"sparse_floor,omitempty"`
 	// Idle is RPC calls while caught up and no burn arrives (-idle).
 	Idle []*Idle `json:"idle_rpc_calls,omitempty"`
+	// Still is what a head standing still costs (-still-only).
+	Still *Still `json:"still_head,omitempty"`
 	// Seen is head-to-seen latency, polling and with newHeads.
 	Seen []*Seen `json:"head_to_seen,omitempty"`
 	// Dense is the dense runs on real nodes (-dense-node geth, anvil).
