@@ -7,7 +7,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 CONTRACTS := TestToken BurnWithDigest BatchBurner EventImpostor
 
-.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-pg-instructions bench-quick bench-real bench-groups bench-cost bench-multigroup bench-upgrade contracts demo lint compose-check clean
+.PHONY: all build test test-short soak fuzz bench bench-1m bench-seen bench-sparse bench-sparse-anvil bench-idle bench-micro bench-pg-instructions bench-quick bench-real bench-groups bench-cost bench-still bench-multigroup bench-upgrade contracts demo lint compose-check clean
 
 # Each fuzz target runs a fixed number of inputs, 10-30 s each on a 2-core
 # machine, not for a wall-clock -fuzztime: a duration races Go's fuzzing
@@ -100,6 +100,14 @@ bench-groups: $(GETH)
 # Alchemy's public table (about 15 minutes).
 bench-cost: $(GETH) $(ANVIL)
 	go run ./cmd/bench -cost-only -geth $(GETH) -anvil $(ANVIL) -ponder "$(PONDER)" -summary -out bin/bench-cost.json
+
+# A head standing still (issue 38): one replica at the defaults follows the
+# dev chain through a proxy that holds the head after a burn's block while
+# the node finalizes past it, every JSON-RPC call counted by method: an
+# hour's calls and compute units with the cursor below the still head and
+# at it (about 8 minutes).
+bench-still:
+	go run ./cmd/bench -still-only -summary -out bin/bench-still.json
 
 # Many chains, one deployment (issue 31): four groups on geth and anvil (two
 # burn contracts on each, a proxy adding 20 ms per request in front of each

@@ -36,15 +36,16 @@ type headRead struct {
 
 // follow is the poll of a replica that keeps up with the chain (its last
 // poll left the cursor at the target), holding the cursor: first the head
-// (its header when a new block is due, else its number: see readHead), and
-// nothing more while it stands where it was last read (by head tracking,
-// or without it by this replica's last look: outUnmoved); then one look (chain.Look) that carries the target and one
-// eth_getLogs over the blocks the target passed and those above it head
-// tracking has not read, with the head's header when the poll read only
-// its number, and a rescan's blocks when one is due. done is false when
-// the look cannot serve (a window wider than the endpoint's ranges, a
-// quorum, an endpoint lagging or refusing the range): the poll then reads
-// one read at a time.
+// (its header when a new block is due, else its number: see readHead);
+// while it stands where it was last read (by head tracking, or without it
+// by this replica's last look), what still reads (outUnmoved, or the
+// target's blocks when the target passed the cursor); else one look
+// (chain.Look) that carries the target and one eth_getLogs over the blocks
+// the target passed and those above it head tracking has not read, with
+// the head's header when the poll read only its number, and a rescan's
+// blocks when one is due. done is false when the look cannot serve (a
+// window wider than the endpoint's ranges, a quorum, an endpoint lagging
+// or refusing the range): the poll then reads one read at a time.
 //
 // On a chain slower than the polls, a block replaced at the head's height
 // between two polls (a one-block reorganisation) is read with the next
@@ -62,18 +63,24 @@ func (l *Loop) follow(ctx context.Context, tx *RangeTx, lk looker) (out outcome,
 	if err != nil {
 		return outIdle, true, fmt.Errorf("reading the head: %w", err)
 	}
+	if n != l.number || l.numberAt.IsZero() {
+		l.number, l.numberAt = n, readAt
+	}
 	head := ledgerBlock(n)
+	l.metrics.head(head)
+	rescan := l.rescanDue(cur)
 	if head == max(read.Block, cur.Block) && (known == nil || head != read.Block || hashHex(known.Hash) == read.Hash) {
 		// Nothing moved since this head was read (or the cursor reached
-		// it): no block to read, and no target beyond it.
+		// it): no block above the target to read.
 		if known != nil {
 			l.headMoved(*known)
 		}
-		if _, err := l.commitPolled(ctx, tx, readAt); err != nil {
-			return outIdle, true, err
+		if !rescan || !l.headStill() {
+			out, err := l.still(ctx, tx, head, known, readAt)
+			return out, true, err
 		}
-		l.Signals.Idle.Send(cur.Block)
-		return outUnmoved, true, nil
+		// A rescan due on a head standing still rides a look as on a
+		// moving one.
 	}
 	// Without head tracking nothing above the target is read.
 	seen := max(read.Block, cur.Block) + 1
@@ -82,7 +89,7 @@ func (l *Loop) follow(ctx context.Context, tx *RangeTx, lk looker) (out outcome,
 	}
 	spec := chain.LookSpec{Contracts: l.w.cfg.Contracts, Cursor: cur.Block, Seen: nodeBlock(seen), Head: n, Known: known}
 	from := cur.Block
-	if l.rescanDue(cur) {
+	if rescan {
 		// The rescan rides the look: its blocks are asked with the others.
 		from = max(cur.Block-l.cfg.RescanDepth+1, l.cfg.StartBlock)
 		spec.Recheck, spec.RecheckFrom = true, nodeBlock(from)
@@ -101,6 +108,57 @@ func (l *Loop) follow(ctx context.Context, tx *RangeTx, lk looker) (out outcome,
 	return out, true, err
 }
 
+// still is the poll of a head standing where it was last read. The cursor
+// at the head (or above it, on a node behind) is provably at the target,
+// which is never above the head: nothing to read. Below the head, the
+// target may pass the cursor without a new block (a chain that seals only
+// when it has a transaction finalizes its last blocks minutes later, when
+// its parent chain does): once the head has stood still for longer than a
+// block takes (headStill), the poll reads the target, and the blocks it
+// passed as a range transaction reads any (toTarget). Before then, as
+// between two blocks of a moving chain, the target the look of the head's
+// last move read stands: the next block comes with its own look.
+func (l *Loop) still(ctx context.Context, tx *RangeTx, head int64, known *chain.Header, readAt time.Time) (outcome, error) {
+	cur := tx.Cursor()
+	switch {
+	case cur.Block >= head:
+		l.checked(readAt)
+	case l.headStill():
+		target, err := l.w.node.Target(ctx)
+		if err != nil {
+			return outIdle, fmt.Errorf("reading the target of a head standing still: %w", err)
+		}
+		if target.Block > cur.Block {
+			if known != nil {
+				// Head tracking after the commit takes this read of the head.
+				l.read = &headRead{head: *known}
+			}
+			return l.toTarget(ctx, tx, target, readAt)
+		}
+		l.readTarget(target, cur.Block, readAt)
+	}
+	if _, err := l.commitPolled(ctx, tx, readAt); err != nil {
+		return outIdle, err
+	}
+	l.Signals.Idle.Send(cur.Block)
+	return outUnmoved, nil
+}
+
+// headStill says the head has stood at the number this replica's polls
+// read for longer than a block takes (the heads' timestamps' block time,
+// at most MaxBlockTime; MaxBlockTime while not known) plus a poll
+// interval: on a chain sealing on a clock, a block late by more than a
+// poll. The time counts from this replica's first read of that number,
+// whoever read the block itself: replicas of one group take turns at the
+// reads.
+func (l *Loop) headStill() bool {
+	bt := l.blockTime
+	if bt <= 0 || bt > l.cfg.MaxBlockTime {
+		bt = l.cfg.MaxBlockTime
+	}
+	return time.Since(l.numberAt) >= bt+l.cfg.PollInterval
+}
+
 // recordLook records what look read in tx and commits: the rescan it
 // carries, compared with the ledger (a node now answering otherwise makes
 // the poll rescan as every rescan does, and credit nothing); the blocks the
@@ -109,8 +167,8 @@ func (l *Loop) follow(ctx context.Context, tx *RangeTx, lk looker) (out outcome,
 // commit (l.read).
 func (l *Loop) recordLook(ctx context.Context, tx *RangeTx, look chain.Look, from int64, readAt time.Time) (outcome, error) {
 	l.headMoved(look.Head)
-	l.metrics.target(look.Target.Highest, tx.Cursor().Block)
-	l.target = look.Target
+	l.metrics.head(ledgerBlock(look.Head.Number))
+	l.readTarget(look.Target, tx.Cursor().Block, readAt)
 	if look.Recheck != nil {
 		clean, err := tx.Recheck(ctx, from, *look.Recheck)
 		if err != nil {
@@ -159,12 +217,35 @@ func (l *Loop) rescan(ctx context.Context, tx *RangeTx, from int64, readAt time.
 }
 
 // commitPolled marks the chain read at readAt, with the cursor left at the
-// target, and commits tx.
+// target, and commits tx: the other replicas of the group leave the reads
+// to this one (see skip, deferTo). A poll marks it only when it moved the
+// cursor to the target, read the target, or found the cursor provably at
+// it, or, between two blocks of a moving chain, while the target the look
+// of the head's last move read stands (see still).
 func (l *Loop) commitPolled(ctx context.Context, tx *RangeTx, readAt time.Time) (Totals, error) {
 	if err := tx.MarkPolled(ctx, time.Since(readAt)); err != nil {
 		return Totals{}, err
 	}
-	return tx.Commit(ctx)
+	res, err := tx.Commit(ctx)
+	if err == nil {
+		l.latch.polled(readAt)
+	}
+	return res, err
+}
+
+// readTarget notes target, read at readAt with the cursor at cursor: for
+// the head tracking pass after the poll, the metrics, and readiness.
+func (l *Loop) readTarget(target chain.Target, cursor int64, readAt time.Time) {
+	l.target = target
+	l.metrics.target(target.Highest, cursor)
+	l.checked(readAt)
+}
+
+// checked notes that at readAt this replica knew where the target stands
+// against the cursor: it read the target, or found the cursor at the head.
+func (l *Loop) checked(readAt time.Time) {
+	l.latch.checked(readAt)
+	l.metrics.targetChecked(readAt)
 }
 
 // readTo is the head last read, with its hash: where the group's head

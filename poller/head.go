@@ -360,6 +360,7 @@ func (l *Loop) trackHeadOnce(stop, drain context.Context, target chain.Target, r
 		return res, false
 	}
 	l.metrics.headTracked(headOK, res.Pending)
+	l.metrics.head(ledgerBlock(res.Head.Number))
 	if res.Seen > 0 || res.Retracted > 0 {
 		l.log.Info("head tracked", slog.Int64("from", res.From), slog.Int64("to", res.To),
 			slog.Uint64("head", res.Head.Number), slog.Int("seen", res.Seen), slog.Int("retracted", res.Retracted),

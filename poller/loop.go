@@ -52,7 +52,18 @@ type LoopConfig struct {
 	// whichever replica takes the row works, as in a replica set of one
 	// group.
 	Holder Holder
+	// MaxBlockTime is the longest a block is expected to take, whatever
+	// the heads' timestamps say (a chain that seals only when it has a
+	// transaction gives any estimate): a head that has stood still for the
+	// block time, at most this, plus a poll interval has the polls read the
+	// finality target (see Loop.still). Zero means DefaultMaxBlockTime.
+	MaxBlockTime time.Duration
 }
+
+// DefaultMaxBlockTime is LoopConfig.MaxBlockTime's default: above the block
+// time of the chains that seal on a clock (Ethereum's 12 s, Filecoin's
+// 30 s), so that the polls between their blocks read no more than the head.
+const DefaultMaxBlockTime = 30 * time.Second
 
 // Holder says which replica of a group's replica set should work the group
 // now.
@@ -123,6 +134,12 @@ type Loop struct {
 	lastHead  chain.Header
 	headAt    time.Time
 	blockTime time.Duration
+	// number is the head's number as this replica's polls last read it,
+	// by header or number, and numberAt when they first read it there: a
+	// head another replica saw move (head tracking's reads are the
+	// group's) moved all the same (see headStill).
+	number   uint64
+	numberAt time.Time
 	// readAt is when this replica last began a read of the chain, and
 	// deferWait how long to wait after deferring to another (see deferTo).
 	readAt    time.Time
@@ -138,12 +155,18 @@ func NewLoop(cfg LoopConfig, w *Writer, metrics *Metrics, beat *Heartbeat, log *
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = defaultMaxBackoff
 	}
+	if cfg.MaxBlockTime <= 0 {
+		cfg.MaxBlockTime = DefaultMaxBlockTime
+	}
 	return &Loop{cfg: cfg, w: w, metrics: metrics, beat: beat, log: log, moved: -2}
 }
 
 // Health returns why the loop is not ready, or nil: a latched finality
-// violation, a hook the group no longer agrees with, or transactions failing
-// without a success for FailingFor.
+// violation, a hook the group no longer agrees with, transactions failing
+// without a success for FailingFor, or polls marking the group read (so
+// that the other replicas leave it to this one) for FailingFor without
+// knowing where its finality target stands (a stalled replica; an idle
+// chain, the cursor at a still head, is checked at every poll).
 func (l *Loop) Health() error { return l.latch.health() }
 
 // Violation returns the latched finality violation, or "" if there is none.
@@ -455,8 +478,14 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 	if err != nil {
 		return outIdle, fmt.Errorf("reading the target: %w", err)
 	}
-	l.metrics.target(target.Highest, cur.Block)
-	l.target = target
+	return l.toTarget(ctx, tx, target, readAt)
+}
+
+// toTarget records in tx the ranges up to target, read at readAt, or, at
+// the target, rescans when due, and commits.
+func (l *Loop) toTarget(ctx context.Context, tx *RangeTx, target chain.Target, readAt time.Time) (outcome, error) {
+	cur := tx.Cursor()
+	l.readTarget(target, cur.Block, readAt)
 
 	if _, _, ok := NextRange(cur.Block, target.Block, 1); !ok {
 		// Rescan only through a node that can prove the cursor block: one
@@ -467,10 +496,7 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 				return outIdle, err
 			}
 		}
-		if err := tx.MarkPolled(ctx, time.Since(readAt)); err != nil {
-			return outIdle, err
-		}
-		res, err := tx.Commit(ctx)
+		res, err := l.commitPolled(ctx, tx, readAt)
 		if err != nil {
 			return outIdle, err
 		}
@@ -485,12 +511,12 @@ func (l *Loop) poll(stop, drain context.Context) (out outcome, err error) {
 	if err != nil {
 		return outIdle, err
 	}
+	var res Totals
 	if adv.To >= target.Block {
-		if err := tx.MarkPolled(ctx, time.Since(readAt)); err != nil {
-			return outIdle, err
-		}
+		res, err = l.commitPolled(ctx, tx, readAt)
+	} else {
+		res, err = tx.Commit(ctx)
 	}
-	res, err := tx.Commit(ctx)
 	if err != nil {
 		return outIdle, err
 	}

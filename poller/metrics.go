@@ -22,6 +22,8 @@ const (
 type Metrics struct {
 	CursorBlock       prometheus.Gauge
 	TargetBlock       prometheus.Gauge
+	TargetChecked     prometheus.Gauge
+	HeadBlock         prometheus.Gauge
 	LagBlocks         prometheus.Gauge
 	PaymentsInserted  prometheus.Counter
 	PaymentsDuplicate prometheus.Counter
@@ -85,6 +87,14 @@ func NewGroupMetrics(reg prometheus.Registerer) *Metrics {
 		TargetBlock: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "burnpoller_target_block",
 			Help: "Highest block the poller may process under the configured finality.",
+		}),
+		TargetChecked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "burnpoller_target_checked_timestamp_seconds",
+			Help: "When this replica last knew where the finality target stands against the cursor (Unix time): it read the target, or found the cursor at the head, which the target never passes. Every poll of an idle chain checks it; a replica that keeps polling without it is stalled.",
+		}),
+		HeadBlock: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "burnpoller_head_block",
+			Help: "The head block this replica last read while keeping up with the chain (0 before it read one).",
 		}),
 		LagBlocks: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "burnpoller_lag_blocks",
@@ -207,7 +217,7 @@ func NewGroupMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{headOK, headError, headSkipped} {
 		m.HeadTracking.WithLabelValues(r)
 	}
-	reg.MustRegister(m.CursorBlock, m.TargetBlock, m.LagBlocks, m.PaymentsInserted, m.PaymentsDuplicate,
+	reg.MustRegister(m.CursorBlock, m.TargetBlock, m.TargetChecked, m.HeadBlock, m.LagBlocks, m.PaymentsInserted, m.PaymentsDuplicate,
 		m.Polls, m.PollDuration, m.LockWait, m.LockHeld, m.RPCRequests, m.ComputeUnits, m.RPCDuration, m.FinalityViolation,
 		m.RejectedLogs, m.Rescans, m.RescanRecovered, m.RPCErrors, m.NodeLagging, m.NodeBehind, m.RangeLimitBlocks,
 		m.EndpointActive, m.HeadSubscription, m.Events, m.PendingPayments, m.HeadTracking, m.HeadTrackingFails,
@@ -322,6 +332,18 @@ func (m *Metrics) target(highest, cursor int64) {
 	if m != nil {
 		m.TargetBlock.Set(float64(highest))
 		m.LagBlocks.Set(float64(max(highest-cursor, 0)))
+	}
+}
+
+func (m *Metrics) targetChecked(at time.Time) {
+	if m != nil {
+		m.TargetChecked.Set(float64(at.UnixNano()) / 1e9)
+	}
+}
+
+func (m *Metrics) head(block int64) {
+	if m != nil {
+		m.HeadBlock.Set(float64(block))
 	}
 }
 

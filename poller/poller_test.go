@@ -86,6 +86,8 @@ type fakeChain struct {
 	hidden  map[uint64]bool                            // blocks whose burns the node leaves out
 	rejects map[uint64][]chain.Rejected
 	targets int // Target calls
+	// targetErr, when set, fails Target (counted all the same).
+	targetErr error
 	// headersHook runs at the start of each Headers call, before the
 	// chain's lock is taken.
 	headersHook func(ns []uint64)
@@ -188,6 +190,9 @@ func (f *fakeChain) Target(context.Context) (chain.Target, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.targets++
+	if f.targetErr != nil {
+		return chain.Target{}, f.targetErr
+	}
 	return chain.Target{Block: f.target, Highest: f.target}, nil
 }
 

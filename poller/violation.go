@@ -91,7 +91,8 @@ func LogViolation(ctx context.Context, log *slog.Logger, v *ViolationError) {
 const FailingFor = 5 * time.Minute
 
 // latch is what readiness knows of the loop: a latched finality violation,
-// a hook the group no longer agrees with, or a run of failures.
+// a hook the group no longer agrees with, a run of failures, or polls that
+// vouch for the group without reading its target.
 type latch struct {
 	mu           sync.Mutex
 	violation    string          // non-empty once latched
@@ -102,6 +103,10 @@ type latch struct {
 	contractsMismatch bool
 	failingSince      time.Time // first of the current run of failures
 	failingClass      chain.Class
+	// polledAt is when the last poll that marked the group polled began,
+	// checkedAt when this replica last knew where the target stands
+	// against the cursor (see Loop.checked).
+	polledAt, checkedAt time.Time
 }
 
 // health returns why the loop is not ready, or nil.
@@ -117,6 +122,11 @@ func (l *latch) health() error {
 		return errors.New("BURN_CONTRACT lacks a contract the group follows")
 	case !l.failingSince.IsZero() && time.Since(l.failingSince) > FailingFor:
 		return fmt.Errorf("failing since %s (%s)", l.failingSince.UTC().Format(time.RFC3339), l.failingClass)
+	case l.polledAt.Sub(l.checkedAt) > FailingFor:
+		// Stalled: the other replicas leave the group to this one, which
+		// does not read the target the cursor may be behind. An idle
+		// chain (the cursor at the head) is checked every poll.
+		return fmt.Errorf("target unread since %s", l.checkedAt.UTC().Format(time.RFC3339))
 	}
 	return nil
 }
@@ -143,6 +153,21 @@ func (l *latch) set(v *ViolationError) {
 	defer l.mu.Unlock()
 	l.violation = fmt.Sprintf("finality violation at block %d", v.Block)
 	l.violated = v.Cursor
+}
+
+// polled notes a poll begun at that marked the group polled.
+func (l *latch) polled(at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.polledAt = at
+}
+
+// checked notes that at at this replica knew where the target stands
+// against the cursor.
+func (l *latch) checked(at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checkedAt = at
 }
 
 // latched returns the cursor as it stood when the violation latched, and

@@ -8,6 +8,7 @@
 //	go run ./cmd/bench -dense-node geth,anvil -burns 100000     # real nodes: ceilings, catch-up, Ponder
 //	go run ./cmd/bench -groups-only                             # many groups on one database
 //	go run ./cmd/bench -multigroup-only                         # many chains, one deployment (GROUPS)
+//	go run ./cmd/bench -still-only                              # a head standing still: calls an hour
 //
 // Postgres comes from -database (an admin URL); each phase uses a fresh
 // database on it.
@@ -19,8 +20,8 @@
 // and off), realdense.go (the dense run on a real node), rawreceipts.go
 // (its receipts ceiling), ponder.go (Ponder on the same chain) and
 // groups.go (many groups), cost.go (what following a live chain costs at
-// the provider, beside Ponder), multigroup.go (many chains, one
-// deployment). seed.go fills the simulated chain, node.go starts
+// the provider, beside Ponder), still.go (what a head standing still
+// costs), multigroup.go (many chains, one deployment). seed.go fills the simulated chain, node.go starts
 // a real node and rpcseed.go fills it over JSON-RPC; replicas.go starts and
 // scrapes the poller processes (through internal/harness, as the
 // integration tests do), cpu.go and profile.go read where the CPU went,
@@ -72,6 +73,9 @@ type options struct {
 	idle          time.Duration
 	idleOnly      bool
 	idleBlockTime time.Duration
+	// The still head (still.go).
+	still     time.Duration
+	stillOnly bool
 	// Dense runs on real nodes (realdense.go, ponder.go).
 	denseNodes string
 	shapes     string
@@ -136,6 +140,8 @@ func main() {
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "length of each idle RPC-call window (1 and 3 replicas, with and without RPC_WS_URL; 0 skips them)")
 	flag.BoolVar(&o.idleOnly, "idle-only", false, "run only the idle RPC-call phase (no seeding)")
 	flag.DurationVar(&o.idleBlockTime, "idle-block-time", 2*time.Second, "block time while idle")
+	flag.DurationVar(&o.still, "still", 3*time.Minute, "with -still-only: length of each counting window of a still head (cursor below the head, cursor at it)")
+	flag.BoolVar(&o.stillOnly, "still-only", false, "run only the still-head phase: one replica at the defaults behind a proxy holding the head while the node finalizes past it, every call counted by method")
 	flag.StringVar(&o.anvil, "anvil", "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil", "the anvil binary (npm @foundry-rs/anvil-linux-amd64)")
 	flag.Uint64Var(&o.sparseBlocks, "sparse-blocks", 300_000, "blocks of the sparse chain")
 	flag.IntVar(&o.sparseBurns, "sparse-burns", 3000, "burns on the sparse chain, one per block, spread evenly")
@@ -271,6 +277,11 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 	if o.idleOnly {
 		res.Burns = 0
 		res.Idle, err = b.idlePhase(ctx, o)
+		return res, err
+	}
+	if o.stillOnly {
+		res.Burns = 0
+		res.Still, err = b.stillPhase(ctx, o)
 		return res, err
 	}
 	log.Info("seeding", slog.Int("burns", o.burns))

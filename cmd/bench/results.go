@@ -53,6 +53,8 @@ type Results struct {
 	// Upgrade is a ledger of real size migrated while replicas record
 	// (-upgrade-only).
 	Upgrade *Upgrade `json:"upgrade,omitempty"`
+	// Still is what a head standing still costs (-still-only).
+	Still *Still `json:"still_head,omitempty"`
 	// Seen is head-to-seen latency, polling and with newHeads.
 	Seen []*Seen `json:"head_to_seen,omitempty"`
 	// Dense is the dense runs on real nodes (-dense-node geth, anvil).

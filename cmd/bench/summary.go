@@ -41,6 +41,7 @@ func summary(res *Results) string {
 		fmt.Fprintf(&b, "  calls, receipts off: %s\n", calls(d.ReceiptsOff.CallsByMethod))
 	}
 	b.WriteString(costSummary(res.Cost))
+	b.WriteString(stillSummary(res.Still))
 	if g := res.Groups; g != nil {
 		fmt.Fprintf(&b, "\nmany groups on node %s, %d burns each, one database; load average at start %s:\n", g.Node, g.BurnsPerGroup, g.LoadAtStart)
 		for _, lat := range []int64{0, 1} {

@@ -1,7 +1,8 @@
 // Package rpcfault is a JSON-RPC proxy for tests that sits between a client
 // and a real node and injects the faults real providers and nodes show:
 // range limits with each provider's own error text, 429s with Retry-After,
-// 500s, hangs, a lagging view of the chain, logs left out, foreign or
+// 500s, hangs, a lagging view of the chain (or a head standing still while
+// finality catches up with it), logs left out, foreign or
 // malformed logs, corrupted block hashes, forged burns, replies hiding every
 // log, history pruned below a block (EIP-4444), and replies of a hostile
 // node (huge error data, headers and error bodies).
@@ -76,7 +77,11 @@ type Faults struct {
 	// node that does not know the tag (-32602).
 	RejectTags bool
 	// LagAt, when set, freezes the node's view at that block: tags resolve
-	// no higher, later blocks are null, their logs are missing.
+	// no higher, later blocks are null, their logs are missing. It is also
+	// a head standing still there (a chain that seals only when it has a
+	// transaction): eth_blockNumber and latest are held at it while the
+	// node's finalized block passes through as it is up to it, and
+	// resolves to it once the node finalized past it.
 	LagAt *uint64
 	// HideLogsAbove, when set, leaves out of eth_getLogs every log of a
 	// block above it, while headers stay honest: a node that lies.

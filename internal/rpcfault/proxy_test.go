@@ -295,3 +295,107 @@ func TestCutReplies(t *testing.T) {
 		t.Fatalf("CutReplies stat %d, want 1", st.CutReplies)
 	}
 }
+
+// headNode answers eth_blockNumber and eth_getBlockByNumber for a chain at
+// head 20 whose finalized block is final.
+type headNode struct {
+	mu    sync.Mutex
+	final uint64
+}
+
+func (n *headNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var reqs []request
+	if err := json.Unmarshal(body, &reqs); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	n.mu.Lock()
+	final := n.final
+	n.mu.Unlock()
+	block := func(num uint64) map[string]any {
+		return map[string]any{"number": hexutil.EncodeUint64(num), "hash": blockHash(num)}
+	}
+	var out []response
+	for _, req := range reqs {
+		var result any
+		switch req.Method {
+		case "eth_blockNumber":
+			result = hexutil.EncodeUint64(20)
+		case "eth_getBlockByNumber":
+			var tag string
+			_ = json.Unmarshal(req.Params[0], &tag)
+			switch tag {
+			case "latest", "safe":
+				result = block(20)
+			case "finalized":
+				result = block(final)
+			default:
+				num, _ := hexutil.DecodeUint64(tag)
+				if num <= 20 {
+					result = block(num)
+				}
+			}
+		}
+		out = append(out, response{JSONRPC: "2.0", ID: req.ID, Result: mustJSON(result)})
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// TestLagAtHoldsAStillHeadWhileFinalityCatchesUp: LagAt is also a head
+// standing still at block N (a chain that seals only when it has a
+// transaction): eth_blockNumber, latest and every block above N are held
+// there, while the node's finalized block passes through as it is up to
+// N, and resolves to N once the node finalized past it.
+func TestLagAtHoldsAStillHeadWhileFinalityCatchesUp(t *testing.T) {
+	t.Parallel()
+	node := &headNode{final: 6}
+	up := httptest.NewServer(node)
+	t.Cleanup(up.Close)
+	p, err := Start(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	held := uint64(8)
+	p.Set(func(f *Faults) { f.LagAt = &held })
+
+	number := func(r response) string {
+		t.Helper()
+		if r.Error != nil {
+			t.Fatalf("error reply: %+v", r.Error)
+		}
+		if string(r.Result) == "null" {
+			return "null"
+		}
+		var v struct {
+			Number string `json:"number"`
+		}
+		if json.Unmarshal(r.Result, &v) == nil && v.Number != "" {
+			return v.Number
+		}
+		var s string
+		_ = json.Unmarshal(r.Result, &s)
+		return s
+	}
+	ask := func() []string {
+		var got []string
+		for _, r := range post(t, p, `[{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]},
+			{"jsonrpc":"2.0","id":2,"method":"eth_getBlockByNumber","params":["latest",false]},
+			{"jsonrpc":"2.0","id":3,"method":"eth_getBlockByNumber","params":["finalized",false]},
+			{"jsonrpc":"2.0","id":4,"method":"eth_getBlockByNumber","params":["0x8",false]},
+			{"jsonrpc":"2.0","id":5,"method":"eth_getBlockByNumber","params":["0x9",false]}]`) {
+			got = append(got, number(r))
+		}
+		return got
+	}
+	if got, want := ask(), []string{"0x8", "0x8", "0x6", "0x8", "null"}; !slices.Equal(got, want) {
+		t.Fatalf("the head held at 8, finalized 6: %v, want %v", got, want)
+	}
+	node.mu.Lock()
+	node.final = 12
+	node.mu.Unlock()
+	if got, want := ask(), []string{"0x8", "0x8", "0x8", "0x8", "null"}; !slices.Equal(got, want) {
+		t.Fatalf("the head held at 8, the node finalized 12: %v, want %v", got, want)
+	}
+}
