@@ -271,11 +271,27 @@ func TestNodeDownAtStart(t *testing.T) {
 	}
 }
 
+// TestNewerSchemaRefused: a schema a later release migrated further runs
+// this binary until a contract step of that release retires it; then
+// start-up is refused with one clear error naming the release to roll to.
 func TestNewerSchemaRefused(t *testing.T) {
 	t.Parallel()
 	_, info := startDevchain(t, "--block-time", "200ms")
 	pool, dbURL := pgtest.NewPool(t)
-	if _, err := pool.Exec(context.Background(), "UPDATE "+migrations.VersionTable+" SET version = $1", migrations.Latest()+1); err != nil {
+	next := migrations.Latest() + 1
+	if _, err := pool.Exec(context.Background(), "UPDATE "+migrations.VersionTable+" SET version = $1", next); err != nil {
+		t.Fatal(err)
+	}
+	// Expanded only: the replica runs and records.
+	addr := freeAddr(t)
+	p := startProc(t, "expanded", pollerEnv(dbURL, info.RPCURL, info, addr), "poller")
+	waitFor(t, time.Minute, "a committed range on a schema a later release expanded", func() bool { return cursorBlock(t, pool) >= 0 })
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d on a schema a later release expanded", code)
+	}
+	// Retired by the later release's contract step.
+	if _, err := pool.Exec(context.Background(), `INSERT INTO schema_contracts (version, name, release, forced) VALUES ($1, 'next.sql', 'v9.0.0 (revision abc)', false)`, next); err != nil {
 		t.Fatal(err)
 	}
 	for _, migrate := range []string{"true", "false"} {
@@ -283,8 +299,8 @@ func TestNewerSchemaRefused(t *testing.T) {
 		if code != 1 {
 			t.Fatalf("MIGRATE=%s: exit %d, want 1:\n%s", migrate, code, out)
 		}
-		if n := strings.Count(out, `"level":"ERROR"`); n != 1 || !strings.Contains(out, "newer than this binary") {
-			t.Fatalf("MIGRATE=%s: want one clear error line:\n%s", migrate, out)
+		if n := strings.Count(out, `"level":"ERROR"`); n != 1 || !strings.Contains(out, "newer than this binary") || !strings.Contains(out, "roll to burnpoller v9.0.0 (revision abc)") {
+			t.Fatalf("MIGRATE=%s: want one clear error line naming the release to roll to:\n%s", migrate, out)
 		}
 	}
 }

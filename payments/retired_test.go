@@ -23,7 +23,7 @@ import (
 // head refused, the whole transaction with it, with one error naming the
 // release to roll to; this release's writer, which declares it, records;
 // a session of another program (psql, a service) is left alone.
-func TestARetiredReleaseRecordsNothing(t *testing.T) {
+func TestARetiredReleaseRecordsNothing(t *testing.T) { //nolint:tparallel // the cases share one ledger, emptied after each
 	t.Parallel()
 	ctx := context.Background()
 	_, dbURL := pgtest.NewPool(t)

@@ -161,8 +161,9 @@ func TestAMigrationBegunIsNotCutByTheNodesRefusal(t *testing.T) {
 		t.Fatalf("Prepare = %v, want ErrRefused and ErrWrongChain", err)
 	}
 	v, err := migrations.Current(ctx, pool)
-	if err != nil || v != migrations.Latest() {
-		t.Fatalf("schema at %d (%v) after the refusal, want %d: the migration was cut", v, err, migrations.Latest())
+	// A start-up migration leaves contract steps to poller migrate.
+	if err != nil || v != migrations.Compatible() {
+		t.Fatalf("schema at %d (%v) after the refusal, want %d: the migration was cut", v, err, migrations.Compatible())
 	}
 }
 

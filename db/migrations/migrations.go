@@ -269,7 +269,7 @@ func applyOnce(ctx context.Context, conn *pgx.Conn, version int32, opts Options)
 		// A later release migrated further: nothing for this one to do.
 		return res, retired(ctx, conn, from)
 	}
-	r := runner{conn: conn, steps: steps, opts: opts}
+	r := runner{conn: conn, steps: steps, opts: opts, fresh: from == 0}
 	for res.To != version {
 		v, pending, err := r.step(ctx, res.To, version)
 		res.To = v

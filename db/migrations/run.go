@@ -37,6 +37,10 @@ type runner struct {
 	conn  *pgx.Conn
 	steps []*migrate.Migration
 	opts  Options
+	// fresh says the database had no schema when this migration began:
+	// no release, older or not, has run against it, so a contract step
+	// needs no quiet time.
+	fresh bool
 }
 
 // lockRetries is how many times a step whose lock waited out its
@@ -79,9 +83,13 @@ func (r runner) step(ctx context.Context, v, target int32) (int32, *Pending, err
 }
 
 // olderFor is what lives of releases before version, looked for once, or,
-// but under ContractForce, every second for Quiet while nothing is seen.
+// but under ContractForce or on a fresh database, every second for Quiet
+// while nothing is seen.
 func (r runner) olderFor(ctx context.Context, version int32) ([]string, error) {
-	deadline := time.Now().Add(r.opts.Quiet)
+	deadline := time.Now()
+	if !r.fresh {
+		deadline = deadline.Add(r.opts.Quiet)
+	}
 	for {
 		older, err := OlderReplicas(ctx, r.conn, version)
 		if err != nil || len(older) > 0 || r.opts.Contract == ContractForce || !time.Now().Before(deadline) {
