@@ -16,14 +16,20 @@ import (
 	"github.com/burnpoller/burnpoller/payments"
 )
 
-// loginRole creates a login role with no grants for this test (roles are
-// cluster-wide) and returns a connection to dbURL as it.
-func loginRole(t *testing.T, ctx context.Context, admin *pgx.Conn, dbURL string) *pgx.Conn {
+// loginRole creates a login role for this test (roles are cluster-wide),
+// with no grants unless in names a role it joins (NOINHERIT: it acts as
+// that role only after SET ROLE, which it does), and returns a connection
+// to dbURL as it.
+func loginRole(t *testing.T, ctx context.Context, admin *pgx.Conn, dbURL, in string) *pgx.Conn {
 	t.Helper()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	name := "bpnogrant_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, `CREATE ROLE `+name+` LOGIN PASSWORD 'nogrant-pw'`); err != nil {
+	name := "bplogin_" + hex.EncodeToString(b)
+	create := `CREATE ROLE ` + name + ` LOGIN PASSWORD 'nogrant-pw'`
+	if in != "" {
+		create += ` NOINHERIT IN ROLE ` + in
+	}
+	if _, err := admin.Exec(ctx, create); err != nil {
 		t.Fatal(err)
 	}
 	u, err := url.Parse(dbURL)
@@ -39,6 +45,11 @@ func loginRole(t *testing.T, ctx context.Context, admin *pgx.Conn, dbURL string)
 		_ = conn.Close(context.Background())
 		_, _ = admin.Exec(context.Background(), `DROP ROLE IF EXISTS `+name)
 	})
+	if in != "" {
+		if _, err := conn.Exec(ctx, `SET ROLE `+in); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return conn
 }
 
@@ -56,7 +67,18 @@ func TestOnlyAWriterCanStopTheWriters(t *testing.T) { //nolint:tparallel // the 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.Close(context.Background()) })
-	stranger := loginRole(t, ctx, admin, dbURL)
+	stranger := loginRole(t, ctx, admin, dbURL, "")
+	// A writer of the previous release whose login role is NOINHERIT and
+	// writes as a writers' role through SET ROLE (or options=-c role=…):
+	// its session's user may not insert payments, the role it acts as may.
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	writers := "bpwriters_" + hex.EncodeToString(b)
+	if _, err := admin.Exec(ctx, `CREATE ROLE `+writers+` NOLOGIN; GRANT SELECT, INSERT ON payments TO `+writers); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), `DROP OWNED BY `+writers+`; DROP ROLE IF EXISTS `+writers) })
+	setRole := loginRole(t, ctx, admin, dbURL, writers)
 	const chainID = 1337
 	contract := payment(1, 0, nil).Contract
 
@@ -99,6 +121,7 @@ func TestOnlyAWriterCanStopTheWriters(t *testing.T) { //nolint:tparallel // the 
 	}{
 		{name: "a role with no grants holds the previous release's writer lock", holder: stranger, want: nil},
 		{name: "a writer of the previous release holds it", holder: admin, want: payments.ErrWritersBusy},
+		{name: "a writer of the previous release under SET ROLE holds it", holder: setRole, want: payments.ErrWritersBusy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Session-level, outside any transaction: no server bound
