@@ -77,7 +77,9 @@ func TestOnlyAWriterCanStopTheWriters(t *testing.T) { //nolint:tparallel // the 
 	if _, err := admin.Exec(ctx, `CREATE ROLE `+writers+` NOLOGIN; GRANT SELECT, INSERT ON payments TO `+writers); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), `DROP OWNED BY `+writers+`; DROP ROLE IF EXISTS `+writers) })
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), `DROP OWNED BY `+writers+`; DROP ROLE IF EXISTS `+writers)
+	})
 	setRole := loginRole(t, ctx, admin, dbURL, writers)
 	const chainID = 1337
 	contract := payment(1, 0, nil).Contract
