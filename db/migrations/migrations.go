@@ -222,12 +222,8 @@ func Apply(ctx context.Context, conn *pgx.Conn, version int32, opts Options) (Re
 		if opts.Waiting != nil {
 			opts.Waiting(res.Pending)
 		}
-		t := time.NewTimer(cmp.Or(opts.Poll, 2*time.Second))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return res, fmt.Errorf("waiting for the replicas of older releases to go: %w", ctx.Err())
-		case <-t.C:
+		if err := sleep(ctx, cmp.Or(opts.Poll, 2*time.Second)); err != nil {
+			return res, fmt.Errorf("waiting for the replicas of older releases to go: %w", err)
 		}
 	}
 }

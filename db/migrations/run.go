@@ -95,12 +95,8 @@ func (r runner) olderFor(ctx context.Context, version int32) ([]string, error) {
 		if err != nil || len(older) > 0 || r.opts.Contract == ContractForce || !time.Now().Before(deadline) {
 			return older, err
 		}
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := sleep(ctx, time.Second); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -130,12 +126,8 @@ func (r runner) attempts(ctx context.Context, v, to int32, name, sql string, aft
 		if !lockNotAvailable(err) || attempt == lockRetries {
 			return got, err
 		}
-		t := time.NewTimer(lockBackoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if sleep(ctx, lockBackoff) != nil {
 			return got, err
-		case <-t.C:
 		}
 	}
 }
@@ -279,7 +271,7 @@ func lockVersion(ctx context.Context, conn *pgx.Conn) (pgx.Tx, int32, error) {
 		if !lockNotAvailable(err) {
 			return nil, 0, fmt.Errorf("locking the schema version: %w", err)
 		}
-		if err := wait(ctx); err != nil {
+		if err := sleep(ctx, poll); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -368,7 +360,7 @@ func queueBehindOlderMigrators(ctx context.Context, conn *pgx.Conn) (release fun
 		case state == "passed":
 			return func(context.Context) error { return nil }, nil
 		}
-		if err := wait(ctx); err != nil {
+		if err := sleep(ctx, poll); err != nil {
 			return nil, fmt.Errorf("waiting for another migrator: %w", err)
 		}
 	}
@@ -380,9 +372,9 @@ func lockNotAvailable(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }
 
-// wait waits poll, or until ctx ends.
-func wait(ctx context.Context) error {
-	t := time.NewTimer(poll)
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
