@@ -147,7 +147,15 @@ func (g *grower[T]) add() *T {
 	}
 	g.cur = g.cur[:len(g.cur)+1]
 	g.n++
+	var zero T
+	g.cur[len(g.cur)-1] = zero
 	return &g.cur[len(g.cur)-1]
+}
+
+// drop takes back the element add returned last.
+func (g *grower[T]) drop() {
+	g.cur = g.cur[:len(g.cur)-1]
+	g.n--
 }
 
 // slice is the elements added: an empty one, not nil, if none.
@@ -336,10 +344,35 @@ const (
 	maxDataBlock = 32 << 10
 )
 
+// blockMark is where the reader's blocks of hashes and data are: cutting
+// goes on from there.
+type blockMark struct{ hashGen, hashLen, dataGen, dataLen int }
+
+// mark is where the reader's blocks are now.
+func (d *replyReader) mark() blockMark {
+	return blockMark{d.hashGen, len(d.hashBlock), d.dataGen, len(d.dataBlock)}
+}
+
+// reclaim gives back what was cut from the reader's blocks since m (the
+// topics and data of a log not kept), the next cuts reusing it.
+func (d *replyReader) reclaim(m blockMark) {
+	if d.hashGen == m.hashGen {
+		d.hashBlock = d.hashBlock[:m.hashLen]
+	} else {
+		d.hashBlock = d.hashBlock[:0] // a block begun since: all of it
+	}
+	if d.dataGen == m.dataGen {
+		d.dataBlock = d.dataBlock[:m.dataLen]
+	} else {
+		d.dataBlock = d.dataBlock[:0]
+	}
+}
+
 // hashes returns n hashes cut from the reader's block.
 func (d *replyReader) hashes(n int) []common.Hash {
 	if cap(d.hashBlock)-len(d.hashBlock) < n {
 		d.hashBlock = make([]common.Hash, 0, max(min(2*cap(d.hashBlock), maxHashBlock), n, 4))
+		d.hashGen++
 	}
 	l := len(d.hashBlock)
 	d.hashBlock = d.hashBlock[:l+n]
@@ -354,6 +387,7 @@ func (d *replyReader) bytes(n int) []byte {
 	}
 	if cap(d.dataBlock)-len(d.dataBlock) < n {
 		d.dataBlock = make([]byte, 0, max(min(2*cap(d.dataBlock), maxDataBlock), 256, n))
+		d.dataGen++
 	}
 	l := len(d.dataBlock)
 	d.dataBlock = d.dataBlock[:l+n]
@@ -591,8 +625,8 @@ func (d *replyReader) readReceiptOrNull(p **rpcReceipt) (refused, err error) {
 var receiptFields = []string{"transactionHash", "blockHash", "status", "logs"}
 
 // readReceipt reads a receipt into r: an object with a transaction hash,
-// a block hash and a status, and logs (rpcLog.toLog) given once. null is
-// no receipt.
+// a block hash and a status, and logs (rpcLog.toLog) given once, of which
+// it keeps the burn-event ones (rpcReceipt). null is no receipt.
 func (d *replyReader) readReceipt(r *rpcReceipt) (null bool, refused, err error) {
 	var has [3]bool
 	logs := false
@@ -629,7 +663,17 @@ func (d *replyReader) readReceipt(r *rpcReceipt) (null bool, refused, err error)
 		}
 		logs = true
 		var g grower[types.Log]
-		null, refused, err := d.readArray("logs", func(i int) (error, error) { return d.readLog(i, g.add()) })
+		null, refused, err := d.readArray("logs", func(i int) (error, error) {
+			m, l := d.mark(), g.add()
+			refused, err := d.readLog(i, l)
+			if refused == nil && err == nil && (len(l.Topics) == 0 || l.Topics[0] != BurnTopic) {
+				// Checked, and of no use to the cross-check: not kept
+				// (rpcReceipt).
+				g.drop()
+				d.reclaim(m)
+			}
+			return refused, err
+		})
 		if refused == nil && err == nil && !null {
 			r.Logs = g.slice()
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,16 @@ const (
 		`"logs":` + logsDoc + `,"logsBloom":"0x00","status":"0x1","to":"0x000000000000000000000000000000000000ba7c",` +
 		`"transactionHash":"0x00000000000000000000000000000000000000000000000000000000000000a1","transactionIndex":"0x0","type":"0x2",` +
 		`"blobGasUsed":"0x0","nested":{"a":[1,-2.5e+3,true,null,"\u00e9\n"]}}]`
+	// burnReceiptDoc is a receipt holding a burn and another log.
+	burnReceiptDoc = `{"blockHash":"0x000000000000000000000000000000000000000000000000000000000000b10c","status":"0x1",` +
+		`"transactionHash":"0x00000000000000000000000000000000000000000000000000000000000000a1","logs":[` +
+		`{"address":"0x537e697c7ab75a26f9ecf0ce810e3154dfcaaf44","topics":["0xf09120ca4b005026b37bf2b4ec21e3d1fbee7365fb9b7ed7558eff94224841e8",` +
+		`"0x000000000000000000000000000000000000000000000000000000000000ba7c","0x0000000000000000000000000000000000000000000000000000000000000007"],` +
+		`"data":"0x00000000000000000000000000000000000000000000000000000000000000010000000000000000000000000000000000000000000000000000000065a4f3c0",` +
+		`"blockNumber":"0x10","transactionHash":"0x00000000000000000000000000000000000000000000000000000000000000a1","transactionIndex":"0x0",` +
+		`"blockHash":"0x000000000000000000000000000000000000000000000000000000000000b10c","logIndex":"0x1","removed":false},` +
+		`{"address":"0x000000000000000000000000000000000000070c","topics":["0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"],` +
+		`"data":"0x01","transactionHash":"0x00000000000000000000000000000000000000000000000000000000000000a1","logIndex":"0x2"}]}`
 	headerDoc = `{"number":"0x10","hash":"0x000000000000000000000000000000000000000000000000000000000000b10c",` +
 		`"parentHash":"0x000000000000000000000000000000000000000000000000000000000000b10b","timestamp":"0x65a4f3c0","logsBloom":"0x` +
 		`00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000` +
@@ -97,12 +108,16 @@ func oracleLogs(raw []rpcLog) ([]types.Log, error) {
 	return out, nil
 }
 
-// oracleReceipt is r as encoding/json and the checks give it.
+// oracleReceipt is r as encoding/json and the checks give it, its
+// burn-event logs kept.
 func oracleReceipt(r jsonReceipt) (rpcReceipt, error) {
 	if r.TxHash == nil || r.BlockHash == nil || r.Status == nil {
 		return rpcReceipt{}, errors.New("lacks a field")
 	}
 	logs, err := oracleLogs(r.Logs)
+	if logs != nil {
+		logs = slices.DeleteFunc(logs, func(l types.Log) bool { return len(l.Topics) == 0 || l.Topics[0] != BurnTopic })
+	}
 	return rpcReceipt{TxHash: *r.TxHash, BlockHash: *r.BlockHash, Status: uint64(*r.Status), Logs: logs}, err
 }
 
@@ -194,6 +209,8 @@ func TestNodeRepliesDecode(t *testing.T) {
 		{"block receipts", receiptsDoc, func() any { return new([]rpcReceipt) }},
 		{"a receipt", receiptsDoc[1 : len(receiptsDoc)-1], func() any { return new(*rpcReceipt) }},
 		{"no receipt", `null`, func() any { return new(*rpcReceipt) }},
+		{"a receipt with a burn", burnReceiptDoc, func() any { return new(*rpcReceipt) }},
+		{"receipts with a burn", "[" + burnReceiptDoc + "," + burnReceiptDoc + "]", func() any { return new([]rpcReceipt) }},
 		{"a block", headerDoc, func() any { return new(*rpcHeader) }},
 		{"no block", `null`, func() any { return new(*rpcHeader) }},
 	} {
@@ -209,6 +226,9 @@ func TestNodeRepliesDecode(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("read %+v, encoding/json %+v", reflect.ValueOf(got).Elem(), reflect.ValueOf(want).Elem())
 			}
+			if r, ok := got.(**rpcReceipt); ok && strings.Contains(tt.doc, BurnTopic.Hex()) && len((*r).Logs) != 1 {
+				t.Fatalf("kept %d logs of the receipt, want its burn", len((*r).Logs))
+			}
 		})
 	}
 }
@@ -222,7 +242,7 @@ func TestNodeRepliesDecode(t *testing.T) {
 func FuzzFastDecodeIsUnmarshal(f *testing.F) {
 	const hash = `"0x0400000000000000000000000000000000000000000000000000000000000000"`
 	for _, seed := range []string{
-		logsDoc, receiptsDoc, receiptsDoc[1 : len(receiptsDoc)-1], headerDoc, `null`, `[]`, `[null]`, `{}`, ` [ ] `, `[{}]`,
+		logsDoc, receiptsDoc, receiptsDoc[1 : len(receiptsDoc)-1], headerDoc, burnReceiptDoc, "[" + burnReceiptDoc + "]", `null`, `[]`, `[null]`, `{}`, ` [ ] `, `[{}]`,
 		`[{"address":null,"topics":null,"data":null,"blockNumber":null,"logIndex":null,"removed":null}]`,
 		`[{"Address":"0x0100000000000000000000000000000000000000"}]`,
 		`[{"addreſs":"0x0100000000000000000000000000000000000000"}]`,

@@ -48,7 +48,10 @@ func creditsNothing(ctx context.Context) bool { return ctx.Value(creditsNothingK
 
 // rpcReceipt is the part of a receipt the cross-check reads. The reply
 // reader refuses a receipt lacking any of the first three (readReceipt),
-// and a log of it that cannot be one.
+// and a log of it that cannot be one. Logs are its burn-event logs
+// (topic0 BurnTopic), of whichever contract: the cross-check reads no
+// other, and a dense block's receipts hold as many others (each burn's
+// token Transfer).
 type rpcReceipt struct {
 	TxHash    common.Hash
 	BlockHash common.Hash
@@ -82,8 +85,19 @@ type receiptCheck struct {
 // burn of contracts though the reply has none there.
 func receiptBlocks(logs []types.Log, contracts []common.Address, ends map[uint64]Header, verify bool) receiptCheck {
 	check := receiptCheck{logs: map[uint64][]types.Log{}, verify: verify}
-	for _, l := range logs {
-		check.logs[l.BlockNumber] = append(check.logs[l.BlockNumber], l)
+	for start := 0; start < len(logs); {
+		// A node gives logs in chain order: each block's are a run of the
+		// reply, shared rather than copied (a dense range's are megabytes).
+		n, end := logs[start].BlockNumber, start+1
+		for end < len(logs) && logs[end].BlockNumber == n {
+			end++
+		}
+		if held, ok := check.logs[n]; ok {
+			check.logs[n] = append(held[:len(held):len(held)], logs[start:end]...)
+		} else {
+			check.logs[n] = logs[start:end:end]
+		}
+		start = end
 	}
 	if verify {
 		for n := range check.logs {

@@ -67,6 +67,8 @@ type replyReader struct {
 	// from: a reply's logs share a few blocks.
 	hashBlock []common.Hash
 	dataBlock []byte
+	// hashGen and dataGen count the blocks begun (mark, reclaim).
+	hashGen, dataGen int
 }
 
 // newStreamReader reads a reply from r.
