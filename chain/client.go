@@ -430,12 +430,12 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 		"topics":    [][]common.Hash{{BurnTopic}},
 	}
 	var (
-		rawLogs        []rpcLog
+		logs           []types.Log
 		fromHdr, toHdr *rpcHeader
 		scan           = &logScan{}
 	)
 	elems := []rpc.BatchElem{
-		{Method: "eth_getLogs", Args: []any{filter}, Result: &rawLogs},
+		{Method: "eth_getLogs", Args: []any{filter}, Result: &logs},
 		{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(from), false}, Result: &fromHdr},
 	}
 	if to != from {
@@ -464,10 +464,6 @@ func (c *Client) BurnRange(ctx context.Context, contracts []common.Address, from
 			return Range{}, c.badReply("eth_getBlockByNumber", err)
 		}
 		canonical[h.want] = hdr
-	}
-	logs, err := toLogs(rawLogs)
-	if err != nil {
-		return Range{}, c.badReply("eth_getLogs", err)
 	}
 	return c.settle(ctx, contracts, from, to, logs, canonical)
 }
@@ -662,7 +658,8 @@ func (c *Client) badReply(method string, err error) error {
 }
 
 // rpcHeader is the minimum of a block object; fields are pointers so that a
-// missing one is an error rather than a zero.
+// missing one is an error rather than a zero. The reply reader reads it
+// (readHeaderOrNull).
 type rpcHeader struct {
 	Number     *hexutil.Big    `json:"number"`
 	Hash       *common.Hash    `json:"hash"`

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
 )
 
@@ -35,13 +36,10 @@ func BenchmarkDecodeLogsReply(b *testing.B) {
 	b.SetBytes(int64(len(reply)))
 	b.ReportAllocs()
 	for b.Loop() {
-		var raw []rpcLog
-		elems := []rpc.BatchElem{{Method: "eth_getLogs", Result: &raw}}
-		if err := decodeBatch(bytes.NewReader(reply), elems, 0); err != nil || elems[0].Error != nil {
+		var logs []types.Log
+		elems := []rpc.BatchElem{{Method: "eth_getLogs", Result: &logs}}
+		if err := decodeBatch(bytes.NewReader(reply), elems); err != nil || elems[0].Error != nil || len(logs) != 2000 {
 			b.Fatal(err, elems[0].Error)
-		}
-		if _, err := toLogs(raw); err != nil {
-			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(2000*b.N)/b.Elapsed().Seconds(), "logs/s")
@@ -92,7 +90,7 @@ func BenchmarkDecodeBlockReceipts(b *testing.B) {
 	for b.Loop() {
 		var rs []rpcReceipt
 		elems := []rpc.BatchElem{{Method: "eth_getBlockReceipts", Result: &rs}}
-		if err := decodeBatch(bytes.NewReader(reply), elems, 0); err != nil || elems[0].Error != nil {
+		if err := decodeBatch(bytes.NewReader(reply), elems); err != nil || elems[0].Error != nil {
 			b.Fatal(err, elems[0].Error)
 		}
 		burns, err := burnsInReceipts(rs, h, contracts)

@@ -88,8 +88,9 @@ func (s *logScan) scan(b []byte, startBefore int) int {
 		if q < 0 {
 			return end // the number goes on in the next chunk
 		}
-		if n, err := hexutil.DecodeUint64("0x" + string(b[start:start+q])); err == nil {
-			s.add(n)
+		var n hexutil.Uint64 // the number with its 0x, read in place
+		if n.UnmarshalText(b[start-2:start+q]) == nil {
+			s.add(uint64(n))
 		}
 		end = start + q + 1
 	}

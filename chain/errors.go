@@ -2,7 +2,6 @@ package chain
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -70,7 +69,7 @@ type cutReply struct {
 func (e *Error) Error() string {
 	cause := "<nil>"
 	if e.Err != nil {
-		cause = cutText(e.Err.Error(), maxErrorText)
+		cause = cutText(e.Err.Error())
 	}
 	return fmt.Sprintf("%s on %s: %s: %s", e.Method, e.Endpoint, e.Class, cause)
 }
@@ -219,15 +218,26 @@ func backoffFromData(data any) time.Duration {
 
 // bodyError extracts the JSON-RPC error from a non-2xx reply body; ok is
 // false when the body is not one. Its message and data are read only as
-// far as classify uses them (replyError).
+// far as classify uses them (readError).
 func bodyError(body []byte) (code int, message string, data any, ok bool) {
-	var reply struct {
-		Error *replyError `json:"error"`
-	}
-	if json.Unmarshal(body, &reply) != nil || reply.Error == nil {
+	d := newBytesReader(body)
+	var e *replyError
+	_, refused, err := d.readObject("the body", func(key []byte) (error, error) {
+		if !foldEqual(key, "error") {
+			return nil, d.skip()
+		}
+		null, err := d.null()
+		if err != nil || null {
+			e = nil
+			return nil, err
+		}
+		e, err = d.readError()
+		return nil, err
+	})
+	if _, more := d.peek(); err != nil || refused != nil || more || e == nil {
 		return 0, "", nil, false
 	}
-	return reply.Error.Code, string(reply.Error.Message), reply.Error.ErrorData(), true
+	return e.Code, string(e.Message), e.ErrorData(), true
 }
 
 func containsAny(s string, subs ...string) bool {

@@ -114,25 +114,32 @@ type Rejected struct {
 // ErrBadReply. A log that passes those checks but does not decode is
 // returned in rejected. Burns keep reply order.
 func ValidateLogs(logs []types.Log, contracts []common.Address, from, to uint64) (burns []Burn, rejected []Rejected, err error) {
+	// Every log is checked before anything is built for the reply: a
+	// reply of many logs that fails at its first costs nothing.
+	for i, l := range logs {
+		var why string
+		switch {
+		case !slices.Contains(contracts, l.Address):
+			why = fmt.Sprintf("from %s, which was not asked for", l.Address.Hex())
+		case len(l.Topics) == 0 || l.Topics[0] != BurnTopic:
+			why = "has the wrong topic0"
+		case l.BlockNumber < from || l.BlockNumber > to:
+			why = fmt.Sprintf("in block %d, outside [%d, %d]", l.BlockNumber, from, to)
+		case l.Removed:
+			why = "is marked removed"
+		case l.BlockHash == (common.Hash{}) || l.TxHash == (common.Hash{}):
+			why = "has no block or transaction hash"
+		default:
+			continue
+		}
+		return nil, nil, fmt.Errorf("%w: log %d (tx %s index %d) %s", ErrBadReply, i, l.TxHash.Hex(), l.Index, why)
+	}
 	burns = make([]Burn, 0, len(logs))
 	seen := make(map[logKey]struct{}, len(logs))
 	for i, l := range logs {
-		where := fmt.Sprintf("log %d (tx %s index %d)", i, l.TxHash.Hex(), l.Index)
-		switch {
-		case !slices.Contains(contracts, l.Address):
-			return nil, nil, fmt.Errorf("%w: %s from %s, which was not asked for", ErrBadReply, where, l.Address.Hex())
-		case len(l.Topics) == 0 || l.Topics[0] != BurnTopic:
-			return nil, nil, fmt.Errorf("%w: %s has the wrong topic0", ErrBadReply, where)
-		case l.BlockNumber < from || l.BlockNumber > to:
-			return nil, nil, fmt.Errorf("%w: %s in block %d, outside [%d, %d]", ErrBadReply, where, l.BlockNumber, from, to)
-		case l.Removed:
-			return nil, nil, fmt.Errorf("%w: %s is marked removed", ErrBadReply, where)
-		case l.BlockHash == (common.Hash{}) || l.TxHash == (common.Hash{}):
-			return nil, nil, fmt.Errorf("%w: %s has no block or transaction hash", ErrBadReply, where)
-		}
 		key := logKey{l.TxHash, l.Index}
 		if _, dup := seen[key]; dup {
-			return nil, nil, fmt.Errorf("%w: %s appears twice", ErrBadReply, where)
+			return nil, nil, fmt.Errorf("%w: log %d (tx %s index %d) appears twice", ErrBadReply, i, l.TxHash.Hex(), l.Index)
 		}
 		seen[key] = struct{}{}
 		b, err := DecodeBurn(l)

@@ -1,121 +1,15 @@
 package chain_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/burnpoller/burnpoller/chain"
 	"github.com/burnpoller/burnpoller/internal/hostile"
 )
-
-// emptyObjects is a JSON array of n empty objects: 3 bytes each on the
-// wire, and a map and an interface each if decoded into any.
-func emptyObjects(n int) string {
-	return "[" + strings.Repeat("{},", n-1) + "{}]"
-}
-
-// TestErrorDataIsReadBounded: a node whose error carries a data of 7 MiB
-// of empty objects, inside the reply cap, costs the client a small multiple
-// of the reply, over a batch and over a single call alike (decoded into
-// maps it grew the heap by over 200 MiB). The error is still classified
-// by its code and message.
-func TestErrorDataIsReadBounded(t *testing.T) {
-	data := emptyObjects(7 << 20 / 3)
-	errObj := `"error":{"code":-32000,"message":"header not found","data":` + data + `}`
-	tests := []struct {
-		name string
-		body string
-		call func(context.Context, *chain.Client) error
-	}{
-		{
-			name: "batch",
-			body: `[{"jsonrpc":"2.0","id":0,` + errObj + `}]`,
-			call: func(ctx context.Context, c *chain.Client) error {
-				_, err := c.HeadersByNumber(ctx, []uint64{1})
-				return err
-			},
-		},
-		{
-			name: "single call",
-			body: `{"jsonrpc":"2.0","id":1,` + errObj + `}`,
-			call: func(ctx context.Context, c *chain.Client) error {
-				_, err := c.ChainID(ctx)
-				return err
-			},
-		},
-	}
-	for _, tt := range tests {
-		for _, ws := range []bool{false, true} {
-			name := tt.name + map[bool]string{false: " over HTTP", true: " over WebSocket"}[ws]
-			t.Run(name, func(t *testing.T) {
-				url := hostile.Serve(t, hostile.Response(http.StatusOK, "", tt.body))
-				if ws {
-					url = hostileWS(t, tt.body)
-				}
-				c, err := chain.Dial(t.Context(), url, chain.Options{Timeout: 30 * time.Second})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				var callErr error
-				alloc := hostile.Allocated(func() { callErr = tt.call(t.Context(), c) })
-				t.Logf("a %d-byte reply: %.1f MiB allocated; %v", len(tt.body), float64(alloc)/(1<<20), cut(callErr))
-				if chain.ClassOf(callErr) != chain.ClassTransient || !strings.Contains(callErr.Error(), "header not found") {
-					t.Fatalf("error = %v, want the node's transient error", cut(callErr))
-				}
-				if limit := uint64(4 * len(tt.body)); alloc > limit {
-					t.Fatalf("%d bytes allocated for a %d-byte reply, want at most %d", alloc, len(tt.body), limit)
-				}
-			})
-		}
-	}
-}
-
-// hostileWS is a WebSocket node that answers every request with reply, its
-// id (a batch's first) put in place of the reply's first id: written from
-// the one copy in pieces, so that the server allocates next to nothing.
-// The client dials it on its first call.
-func hostileWS(t *testing.T, reply string) string {
-	t.Helper()
-	idAt := strings.Index(reply, `"id":`) + len(`"id":`)
-	idEnd := idAt + strings.IndexAny(reply[idAt:], ",}")
-	before, after := []byte(reply[:idAt]), []byte(reply[idEnd:])
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		for {
-			_, msg, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			id := regexp.MustCompile(`"id":(\d+)`).FindSubmatch(msg)
-			if id == nil {
-				return
-			}
-			wr, err := conn.NextWriter(websocket.TextMessage)
-			if err != nil {
-				return
-			}
-			_, _ = wr.Write(before)
-			_, _ = wr.Write(id[1])
-			_, _ = wr.Write(after)
-			_ = wr.Close()
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return "ws" + strings.TrimPrefix(srv.URL, "http")
-}
 
 // cut is err's text, cut for a test log.
 func cut(err error) string {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 
 	"github.com/ethereum/go-ethereum/rpc"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // httpBatch sends elems as one JSON-RPC batch over HTTP and decodes each
@@ -19,8 +18,7 @@ import (
 // element's Error as go-ethereum's BatchCallContext does. go-ethereum's
 // client reads a batch reply into raw messages first and then decodes each
 // one again: four passes of encoding/json over every byte, where this
-// reads each byte once for the envelope and once for the result
-// (decodeResult). Replies of logs and receipts were the poller's largest
+// reads each byte once (replyReader). Replies of logs and receipts were the poller's largest
 // cost (BENCHMARKS.md), so this is the path of every batch, over HTTP and
 // over WebSocket (wsConn).
 func (c *Client) httpBatch(ctx context.Context, hc *http.Client, elems []rpc.BatchElem) error {
@@ -28,7 +26,7 @@ func (c *Client) httpBatch(ctx context.Context, hc *http.Client, elems []rpc.Bat
 	if err != nil {
 		return err
 	}
-	return c.post(ctx, hc, body, func(r io.Reader) error { return decodeBatch(r, elems, 0) })
+	return c.post(ctx, hc, body, func(r io.Reader) error { return decodeBatch(r, elems) })
 }
 
 // httpCall sends one JSON-RPC call over HTTP and decodes its reply into
@@ -89,25 +87,29 @@ func batchBody(elems []rpc.BatchElem) ([]byte, error) {
 	return json.Marshal(calls)
 }
 
-// decodeBatch reads a batch reply from r into elems, sent with ids base,
-// base+1, and so on. An element with no reply gets
+// decodeBatch reads a batch reply from r into elems, sent with ids 0, 1,
+// and so on (readBatch). An element with no reply gets
 // rpc.ErrMissingBatchResponse, one with neither result nor error
 // rpc.ErrNoResult, one whose result does not decode that error. A reply
 // that is not an array (one error object for the whole batch) or is not
 // JSON fails the whole batch.
-func decodeBatch(r io.Reader, elems []rpc.BatchElem, base int64) error {
-	dec := replyDecoder(r)
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return fmt.Errorf("reading the batch reply: %w", err)
-	}
-	switch tok.Kind() {
-	case '[':
-	case '{':
+func decodeBatch(r io.Reader, elems []rpc.BatchElem) error {
+	d := newStreamReader(r)
+	defer d.release()
+	return d.readBatch(elems, 0)
+}
+
+// readBatch reads a batch reply into elems, sent with ids base, base+1,
+// and so on (decodeBatch).
+func (d *replyReader) readBatch(elems []rpc.BatchElem, base int64) error {
+	c, ok := d.peek()
+	switch {
+	case ok && c == '[':
+	case ok && c == '{':
 		// One reply for the whole batch. Its error is told, but, as with
 		// go-ethereum's client, the batch fails as a transient failure
 		// whatever the code says.
-		rep, err := readReply(dec, nil, 0, nil)
+		rep, err := d.readReply(nil, 0, nil)
 		if err != nil {
 			return fmt.Errorf("reading the batch reply: %w", err)
 		}
@@ -116,28 +118,24 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem, base int64) error {
 		}
 		return errors.New("the node answered the batch with one reply")
 	default:
-		return fmt.Errorf("reading the batch reply: unexpected %v", tok)
+		return fmt.Errorf("reading the batch reply: %w", d.syntax("the reply"))
+	}
+	if err := d.open('['); err != nil {
+		return fmt.Errorf("reading the batch reply: %w", err)
 	}
 	answered := make([]bool, len(elems))
-	for dec.PeekKind() != ']' {
-		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-			if err == nil {
-				err = fmt.Errorf("unexpected %v", tok)
-			}
-			return fmt.Errorf("reading the batch reply: %w", err)
-		}
-		rep, err := readReply(dec, elems, base, answered)
+	for more := !d.empty(']'); more; {
+		rep, err := d.readReply(elems, base, answered)
 		if err != nil {
 			return fmt.Errorf("reading the batch reply: %w", err)
 		}
-		if rep.index < 0 {
-			continue // not ours, or a repeat
+		if rep.index >= 0 { // else not ours, or a repeat
+			answered[rep.index] = true
+			elems[rep.index].Error = rep.elementError()
 		}
-		answered[rep.index] = true
-		elems[rep.index].Error = rep.elementError()
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return fmt.Errorf("reading the batch reply: %w", err)
+		if more, err = d.more(']'); err != nil {
+			return fmt.Errorf("reading the batch reply: %w", err)
+		}
 	}
 	for i := range elems {
 		if !answered[i] {
@@ -147,27 +145,18 @@ func decodeBatch(r io.Reader, elems []rpc.BatchElem, base int64) error {
 	return nil
 }
 
-// replyDecoder reads JSON from r in one pass, as leniently as
-// encoding/json: a key given twice, or a string that is not UTF-8, is not
-// an error in itself. encoding/json's Decoder scans a value once to find
-// its end and again to decode it, at a seventh of the speed
-// (BENCHMARKS.md); the values themselves are decoded by decodeResult.
-func replyDecoder(r io.Reader) *jsontext.Decoder {
-	return jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-}
-
 // decodeCall reads the reply to a lone call from r into el, as
 // decodeBatch does an element's; a reply that is not one JSON object
 // fails the call.
 func decodeCall(r io.Reader, el *rpc.BatchElem) error {
-	dec := replyDecoder(r)
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		if err == nil {
-			err = fmt.Errorf("unexpected %v", tok)
-		}
-		return fmt.Errorf("reading the reply: %w", err)
-	}
-	rep, err := readReply(dec, []rpc.BatchElem{*el}, 0, nil)
+	d := newStreamReader(r)
+	defer d.release()
+	return d.readCall(el)
+}
+
+// readCall reads the reply to a lone call into el (decodeCall).
+func (d *replyReader) readCall(el *rpc.BatchElem) error {
+	rep, err := d.readReply([]rpc.BatchElem{*el}, 0, nil)
 	if err != nil {
 		return fmt.Errorf("reading the reply: %w", err)
 	}
@@ -196,67 +185,70 @@ func (rep reply) elementError() error {
 	}
 }
 
-// readReply reads the rest of one reply object (its '{' read) from dec.
-// Its result is decoded into the Result of the element its id names (id
-// base names elems[0]), unless that element is answered already: at once
-// when the id came first (as nodes write it), else once the object is
-// read. With answered nil, its id is not looked at: it answers the one
-// element of elems, if there is one (a lone call). A result that does not
-// fit its element's type is that element's error; JSON that is not well
-// formed, or a failed read (the reply over the cap, a broken connection),
-// fails the whole reply.
-func readReply(dec *jsontext.Decoder, elems []rpc.BatchElem, base int64, answered []bool) (reply, error) {
+// maxID is the longest id read: the client's are short integers.
+const maxID = 32
+
+// readReply reads one reply object from d. Its result is decoded into
+// the Result of the element its id names (id base names elems[0]),
+// unless that element is answered already: as it streams in when the id
+// came first (as nodes write it), else once the object is read. With
+// answered nil, its id is not looked at: it answers the one element of
+// elems, if there is one (a lone call). The result and error of a reply
+// that answers none are skipped unheld. A result that does not fit its
+// element's type is that element's error; JSON that is not well formed,
+// or a failed read (the reply over the cap, a broken connection), fails
+// the whole reply.
+func (d *replyReader) readReply(elems []rpc.BatchElem, base int64, answered []bool) (reply, error) {
 	rep := reply{index: -1}
 	if answered == nil && len(elems) == 1 {
 		rep.index = 0
 	}
-	var pending []byte
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return rep, err
-		}
-		key := tok.String()
-		if key == "error" {
-			if rep.err, err = readError(dec); err != nil {
-				return rep, err
-			}
-			continue
-		}
-		if key == "result" && rep.index >= 0 {
-			// Streamed: a dense result is read element by element, so the
-			// decoder holds one element, never the whole result.
-			rep.result = true
-			if rep.decodeErr, err = streamResult(dec, elems[rep.index].Result); err != nil {
-				return rep, err
-			}
-			continue
-		}
-		// A token or value is the decoder's until its next read: each is
-		// read, decoded or copied before then.
-		v, err := dec.ReadValue()
-		if err != nil {
-			return rep, err
-		}
-		switch key {
-		case "id":
-			rep.takeID(v, base, answered)
-		case "result": // before the id, which names its element
-			rep.result = true
-			pending = bytes.Clone(v)
-		}
+	idRead := answered == nil
+	if c, ok := d.peek(); !ok || c != '{' {
+		return rep, d.syntax("the reply")
 	}
-	if _, err := dec.ReadToken(); err != nil { // '}'
+	var pending [][]byte // a result before the id
+	_, refused, err := d.readObject("the reply", func(key []byte) (error, error) {
+		var err error
+		switch {
+		case string(key) == "error" && (rep.index >= 0 || !idRead || answered == nil):
+			rep.err, err = d.readError()
+		case string(key) == "result" && rep.index >= 0:
+			// Streamed: a dense result is read element by element, so
+			// that the reader holds one token, never the whole result.
+			rep.result, pending = true, nil
+			rep.decodeErr, err = d.readResult(elems[rep.index].Result)
+		case string(key) == "result" && !idRead:
+			rep.result = true
+			pending, err = d.capture()
+		case string(key) == "id" && !idRead:
+			var id []byte
+			if id, err = d.valueUpTo(maxID); err == nil {
+				idRead = true
+				rep.takeID(id, base, answered)
+			}
+		default:
+			err = d.skip()
+		}
+		return nil, err
+	})
+	switch {
+	case err != nil:
 		return rep, err
+	case refused != nil:
+		return rep, refused
 	}
 	if pending != nil && rep.index >= 0 {
-		rep.decodeErr = decodeResult(pending, elems[rep.index].Result)
+		p := newBytesReader(pending...)
+		if rep.decodeErr, err = p.readResult(elems[rep.index].Result); err != nil {
+			return rep, err
+		}
 	}
 	return rep, nil
 }
 
 // takeID takes the element the reply's id names (readReply): with
-// answered nil (a lone call) none.
+// answered nil (a lone call) none; with an id too long to be ours, none.
 func (rep *reply) takeID(id []byte, base int64, answered []bool) {
 	if answered == nil {
 		return
@@ -264,76 +256,6 @@ func (rep *reply) takeID(id []byte, base int64, answered []bool) {
 	rep.index = elementOf(id, base, len(answered))
 	if rep.index >= 0 && answered[rep.index] {
 		rep.index = -1 // a repeat: the first reply stands
-	}
-}
-
-// readError reads a reply's error from dec as json.Unmarshal into a
-// replyError would, as far as classify reads it, but its data streamed:
-// data of no use to classify (an array, a number) is skipped without being
-// held, so that no such data inside the reply cap makes the decoder buffer
-// it whole (7 MiB of [{},{},…] cost over four times the reply:
-// TestErrorDataIsReadBounded), and data over maxErrorData is not copied.
-func readError(dec *jsontext.Decoder) (*replyError, error) {
-	e := new(replyError)
-	if dec.PeekKind() != '{' {
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		return e, json.Unmarshal(v, e)
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return nil, err
-	}
-	// The members but data, for json.Unmarshal; data's last value.
-	rest, data := []byte{'{'}, json.RawMessage(nil)
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil, err
-		}
-		key := tok.String()
-		if foldEqual([]byte(key), "data") {
-			if data, err = readErrorData(dec); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		if len(rest) > 1 {
-			rest = append(rest, ',')
-		}
-		rest, _ = jsontext.AppendQuote(rest, key)
-		rest = append(append(rest, ':'), v...)
-	}
-	if _, err := dec.ReadToken(); err != nil { // '}'
-		return nil, err
-	}
-	if err := json.Unmarshal(append(rest, '}'), e); err != nil {
-		return e, err
-	}
-	if data != nil {
-		e.Data = &errorData{v: boundedData(data)}
-	}
-	return e, nil
-}
-
-// readErrorData reads an error's data from dec: a string or an object,
-// copied if classify may read it (boundedData), or nil, anything else
-// skipped unheld.
-func readErrorData(dec *jsontext.Decoder) (json.RawMessage, error) {
-	switch dec.PeekKind() {
-	case '"', '{':
-		v, err := dec.ReadValue()
-		if err != nil || len(v) > maxErrorData {
-			return nil, err
-		}
-		return bytes.Clone(v), nil
-	default: // null, or of no use to classify
-		return nil, dec.SkipValue()
 	}
 }
 

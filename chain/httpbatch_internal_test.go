@@ -95,7 +95,7 @@ func TestDecodeBatch(t *testing.T) {
 			if tt.readErr != nil {
 				r = &failingReader{r: r, err: tt.readErr}
 			}
-			err := decodeBatch(r, elems, 0)
+			err := decodeBatch(r, elems)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("decodeBatch = %v, want an error with %q", err, tt.wantErr)
@@ -148,7 +148,7 @@ func TestDecodeCall(t *testing.T) {
 		{name: "another id, result first", give: `{"result":"a","id":"x"}`, want: "a"},
 		{name: "an error with a null id", give: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`, wantErr: "parse error"},
 		{name: "no result", give: `{"jsonrpc":"2.0","id":1}`, wantErr: rpc.ErrNoResult.Error()},
-		{name: "a batch", give: `[{"id":1,"result":"a"}]`, wantErr: "reading the reply: unexpected ["},
+		{name: "a batch", give: `[{"id":1,"result":"a"}]`, wantErr: "reading the reply: reply is not JSON: invalid character '['"},
 		{name: "not JSON", give: `<html>`, wantErr: "invalid character"},
 	}
 	for _, tt := range tests {

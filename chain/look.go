@@ -263,14 +263,14 @@ func (c *Client) lookBatch(ctx context.Context, tag string, spec LookSpec) (look
 	above := max(spec.Seen, ask)
 	known := spec.Known != nil && spec.Known.Number == spec.Head && (above > spec.Head || spec.Head-above <= maxLookHeaders)
 	var (
-		rawLogs                    []rpcLog
+		logs                       []types.Log
 		headRaw, tagRaw, cursorRaw *rpcHeader
 	)
 	elems := []rpc.BatchElem{
 		{Method: "eth_getBlockByNumber", Args: []any{tag, false}, Result: &tagRaw},
 		{Method: "eth_getLogs", Args: []any{map[string]any{
 			"fromBlock": hexutil.Uint64(ask), "toBlock": hexutil.Uint64(spec.Head), "address": address, "topics": [][]common.Hash{{BurnTopic}},
-		}}, Result: &rawLogs},
+		}}, Result: &logs},
 	}
 	if !known {
 		elems = append([]rpc.BatchElem{{Method: "eth_getBlockByNumber", Args: []any{hexutil.Uint64(spec.Head), false}, Result: &headRaw}}, elems...)
@@ -309,9 +309,7 @@ func (c *Client) lookBatch(ctx context.Context, tag string, spec LookSpec) (look
 		}
 		r.final = &final
 	}
-	if r.logs, err = toLogs(rawLogs); err != nil {
-		return lookReply{}, c.badReply("eth_getLogs", err)
-	}
+	r.logs = logs
 	return r, nil
 }
 

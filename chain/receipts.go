@@ -46,13 +46,17 @@ func CreditsNothing(ctx context.Context) context.Context {
 
 func creditsNothing(ctx context.Context) bool { return ctx.Value(creditsNothingKey{}) != nil }
 
-// rpcReceipt is the part of a receipt the cross-check reads; pointers make
-// a missing field an error rather than a zero.
+// rpcReceipt is the part of a receipt the cross-check reads. The reply
+// reader refuses a receipt lacking any of the first three (readReceipt),
+// and a log of it that cannot be one. Logs are its burn-event logs
+// (topic0 BurnTopic), of whichever contract: the cross-check reads no
+// other, and a dense block's receipts hold as many others (each burn's
+// token Transfer).
 type rpcReceipt struct {
-	TxHash    *common.Hash    `json:"transactionHash"`
-	BlockHash *common.Hash    `json:"blockHash"`
-	Status    *hexutil.Uint64 `json:"status"`
-	Logs      []rpcLog        `json:"logs"`
+	TxHash    common.Hash
+	BlockHash common.Hash
+	Status    uint64
+	Logs      []types.Log
 }
 
 // receiptBatchStart is how many blocks' receipts one batch asks for at first:
@@ -81,8 +85,19 @@ type receiptCheck struct {
 // burn of contracts though the reply has none there.
 func receiptBlocks(logs []types.Log, contracts []common.Address, ends map[uint64]Header, verify bool) receiptCheck {
 	check := receiptCheck{logs: map[uint64][]types.Log{}, verify: verify}
-	for _, l := range logs {
-		check.logs[l.BlockNumber] = append(check.logs[l.BlockNumber], l)
+	for start := 0; start < len(logs); {
+		// A node gives logs in chain order: each block's are a run of the
+		// reply, shared rather than copied (a dense range's are megabytes).
+		n, end := logs[start].BlockNumber, start+1
+		for end < len(logs) && logs[end].BlockNumber == n {
+			end++
+		}
+		if held, ok := check.logs[n]; ok {
+			check.logs[n] = append(held[:len(held):len(held)], logs[start:end]...)
+		} else {
+			check.logs[n] = logs[start:end:end]
+		}
+		start = end
 	}
 	if verify {
 		for n := range check.logs {
@@ -179,25 +194,18 @@ func bloomHolds(b types.Bloom, contracts []common.Address) bool {
 func burnsInReceipts(rs []rpcReceipt, h Header, contracts []common.Address) ([]types.Log, error) {
 	var out []types.Log
 	for _, rc := range rs {
-		if rc.TxHash == nil || rc.BlockHash == nil || rc.Status == nil {
-			return nil, fmt.Errorf("%w: a receipt of block %d lacks transactionHash, blockHash or status", ErrBadReply, h.Number)
-		}
-		if *rc.BlockHash != h.Hash {
+		if rc.BlockHash != h.Hash {
 			return nil, fmt.Errorf("%w: receipt of tx %s has block hash %s, canonical block %d has %s",
 				ErrBadReply, rc.TxHash.Hex(), rc.BlockHash.Hex(), h.Number, h.Hash.Hex())
 		}
-		if uint64(*rc.Status) != types.ReceiptStatusSuccessful {
+		if rc.Status != types.ReceiptStatusSuccessful {
 			continue
 		}
-		logs, err := toLogs(rc.Logs)
-		if err != nil {
-			return nil, fmt.Errorf("receipt of tx %s: %w", rc.TxHash.Hex(), err)
-		}
-		for _, l := range logs {
+		for _, l := range rc.Logs {
 			if len(l.Topics) == 0 || l.Topics[0] != BurnTopic || !slices.Contains(contracts, l.Address) {
 				continue
 			}
-			if l.TxHash != *rc.TxHash || l.BlockHash != h.Hash || l.BlockNumber != h.Number {
+			if l.TxHash != rc.TxHash || l.BlockHash != h.Hash || l.BlockNumber != h.Number {
 				return nil, fmt.Errorf("%w: a log in the receipt of tx %s names tx %s in block %d (%s)",
 					ErrBadReply, rc.TxHash.Hex(), l.TxHash.Hex(), l.BlockNumber, l.BlockHash.Hex())
 			}
@@ -240,14 +248,11 @@ func (c *Client) hashesFromReceipts(check *receiptCheck, receipts map[uint64][]r
 		}
 		var hash common.Hash
 		for _, rc := range rs {
-			if rc.BlockHash == nil {
-				return c.badReply("eth_getBlockReceipts", fmt.Errorf("%w: a receipt of block %d lacks blockHash", ErrBadReply, h.Number))
-			}
-			if hash != (common.Hash{}) && *rc.BlockHash != hash {
+			if hash != (common.Hash{}) && rc.BlockHash != hash {
 				return c.badReply("eth_getBlockReceipts", fmt.Errorf("%w: the receipts of block %d name blocks %s and %s",
 					ErrBadReply, h.Number, hash.Hex(), rc.BlockHash.Hex()))
 			}
-			hash = *rc.BlockHash
+			hash = rc.BlockHash
 		}
 		if len(named) > 0 && named[0].BlockHash != hash {
 			return c.badReply("eth_getBlockReceipts", fmt.Errorf("%w: the receipts of block %d are of block %s, its logs name %s",
@@ -469,10 +474,7 @@ func (c *Client) shrinkReceiptBatch(n int) {
 
 // blockTxs returns the transaction hashes of block h.
 func (c *Client) blockTxs(ctx context.Context, h Header) ([]common.Hash, error) {
-	var b *struct {
-		Hash         *common.Hash  `json:"hash"`
-		Transactions []common.Hash `json:"transactions"`
-	}
+	var b *rpcHeader
 	if err := c.call(ctx, &b, "eth_getBlockByHash", h.Hash, false); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -60,14 +61,41 @@ func (e *replyError) ErrorData() any {
 // errorText is a node's string cut at maxErrorText bytes.
 type errorText string
 
-// UnmarshalJSON keeps the first maxErrorText bytes of a JSON string.
+// UnmarshalJSON keeps the first maxErrorText bytes of a JSON string,
+// decoded as encoding/json decodes one; null is "".
 func (t *errorText) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
+	d := newBytesReader(b)
+	s, err := d.readText()
+	if err != nil {
 		return err
 	}
-	*t = errorText(cutText(s, maxErrorText))
+	if _, more := d.peek(); more {
+		return d.syntax("the end of a string")
+	}
+	*t = s
 	return nil
+}
+
+// readText reads a node's string (errorText), or null (""), without
+// holding more of it than maxErrorText bytes.
+func (d *replyReader) readText() (errorText, error) {
+	c, ok := d.peek()
+	switch {
+	case !ok:
+		return "", d.syntax("a string")
+	case c == 'n':
+		return "", d.word("null")
+	case c != '"':
+		if err := d.skip(); err != nil {
+			return "", err
+		}
+		return "", refuse("a message that is not a string")
+	}
+	head, total, err := d.text(maxErrorText + 1)
+	if err != nil {
+		return "", err
+	}
+	return errorText(cutHead(head, total)), nil
 }
 
 // errorData is a JSON-RPC error's data as far as classify reads it: a
@@ -129,9 +157,11 @@ func boundedData(raw []byte) any {
 	return out
 }
 
-// cutText is s cut to at most n bytes on a rune boundary, saying how much
-// was cut; a cut string is a copy, so s's memory is not held.
-func cutText(s string, n int) string {
+// cutText is s cut to at most maxErrorText bytes on a rune boundary,
+// saying how much was cut; a cut string is a copy, so s's memory is not
+// held.
+func cutText(s string) string {
+	const n = maxErrorText
 	if len(s) <= n {
 		return s
 	}
@@ -140,4 +170,118 @@ func cutText(s string, n int) string {
 		i--
 	}
 	return strings.Clone(s[:i]) + fmt.Sprintf("… (%d bytes cut)", len(s)-i)
+}
+
+// cutHead is a string of total bytes, of which head holds the first
+// (whole runes, at least maxErrorText+1 bytes if there are more), cut as
+// cutText cuts it.
+func cutHead(head []byte, total int) string {
+	const n = maxErrorText
+	if total <= n {
+		return string(head)
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(head[i]) {
+		i--
+	}
+	return string(head[:i]) + fmt.Sprintf("… (%d bytes cut)", total-i)
+}
+
+// The members of a JSON-RPC error, as replyError names them.
+var errorFields = []string{"code", "message", "data"}
+
+// readError reads a reply's error from d as json.Unmarshal into a
+// replyError would, as far as classify reads it, holding no more of it
+// than that: a message cut at maxErrorText, data of no use to classify
+// (an array, a number) or over maxErrorData skipped unheld, a code of more
+// digits than an int has refused unread (7 MiB of [{},{},…] as data cost
+// over four times the reply when held; a code of millions of digits,
+// quoted whole in encoding/json's error, nine times:
+// TestHostileRepliesAreBounded). null is an error of no code and no
+// message, as json.Unmarshal leaves it; any other value that is not an
+// object, or a member of the wrong type, fails the whole reply.
+func (d *replyReader) readError() (*replyError, error) {
+	e := new(replyError)
+	var data errorDataRead
+	// null: e stays empty, as json.Unmarshal leaves it.
+	_, refused, err := d.readObject("the error", func(key []byte) (error, error) {
+		switch field(key, errorFields) {
+		case 0:
+			return d.readCode(&e.Code)
+		case 1:
+			var err error
+			e.Message, err = d.readText()
+			return nil, err
+		case 2:
+			return nil, d.readErrorData(&data)
+		}
+		return nil, d.skip()
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case refused != nil:
+		return nil, fmt.Errorf("the reply's error: %w", refused)
+	}
+	if data.given {
+		e.Data = &errorData{v: boundedData(data.raw)}
+	}
+	return e, nil
+}
+
+// errorDataRead is an error's data as read so far: given (and not null),
+// and its last value if classify may read it.
+type errorDataRead struct {
+	given bool
+	raw   []byte
+}
+
+// maxCode is the longest code read: an int has at most 19 digits and a sign.
+const maxCode = 20
+
+// readCode reads an error's code into code: an integer, or null (which
+// leaves it as it is).
+func (d *replyReader) readCode(code *int) (refused, err error) {
+	c, ok := d.peek()
+	switch {
+	case !ok:
+		return nil, d.syntax("an error's code")
+	case c == 'n':
+		return nil, d.word("null")
+	case c != '-' && (c < '0' || c > '9'):
+		return refuse("its code is not a number"), d.skip()
+	}
+	d.startKeep(maxCode)
+	n, err := d.number()
+	if err != nil {
+		d.keep, d.spill, d.kept = -1, nil, 0
+		return nil, err
+	}
+	raw := d.endKeep()
+	v, perr := strconv.ParseInt(string(raw), 10, 0)
+	if raw == nil || perr != nil {
+		return refuse("its code, a number of %d bytes, is not an int", n), nil
+	}
+	*code = int(v)
+	return nil, nil
+}
+
+// readErrorData reads an error's data into data: a string or an object,
+// kept if classify may read it (boundedData), else nothing; null leaves
+// it absent. The last given counts, decoded once the error is read.
+func (d *replyReader) readErrorData(data *errorDataRead) error {
+	c, ok := d.peek()
+	switch {
+	case !ok:
+		return d.syntax("an error's data")
+	case c == 'n':
+		data.given = false
+		return d.word("null")
+	case c == '"' || c == '{':
+		v, err := d.valueUpTo(maxErrorData)
+		data.given, data.raw = true, append(data.raw[:0], v...)
+		return err
+	}
+	data.given, data.raw = true, data.raw[:0]
+	return d.skip()
 }

@@ -285,19 +285,22 @@ const wsPeek = 4 << 10
 // dispatch decodes msg, a reply or a notification, for whoever waits for
 // it, and returns the request it answered, if any, and the decoding's
 // error. The id is looked for in the first wsPeek bytes (nodes write it
-// first), then in the whole message.
+// first), then in the whole message, read into memory once (messageChunks)
+// and decoded from there in place.
 func (c *wsConn) dispatch(msg io.Reader) (*wsRequest, error) {
 	br := bufio.NewReaderSize(msg, wsPeek)
 	head, _ := br.Peek(wsPeek)
-	id, notification, found := firstID(head)
-	var body io.Reader = br
+	id, notification, found := firstID(newBytesReader(head))
+	d := newStreamReader(br)
+	defer d.release()
 	if !found && len(head) == wsPeek {
-		all, err := io.ReadAll(br)
+		chunks, err := messageChunks(br)
 		if err != nil {
 			return nil, err
 		}
-		id, notification, found = firstID(all)
-		body = bytes.NewReader(all)
+		id, notification, found = firstID(newBytesReader(chunks...))
+		d.release()
+		d = newBytesReader(chunks...)
 	}
 	if notification && c.notify != nil {
 		c.notify()
@@ -310,9 +313,29 @@ func (c *wsConn) dispatch(msg io.Reader) (*wsRequest, error) {
 	case r == nil:
 		return nil, nil // unknown, or given up on
 	case r.lone:
-		return r, decodeCall(body, &r.elems[0])
+		return r, d.readCall(&r.elems[0])
 	default:
-		return r, decodeBatch(body, r.elems, r.base)
+		return r, d.readBatch(r.elems, r.base)
+	}
+}
+
+// messageChunks reads the rest of a message into chunks of readerBuffer
+// bytes: as much memory as the message, where reading it into one slice
+// grown as it comes allocates several times that.
+func messageChunks(r io.Reader) ([][]byte, error) {
+	var chunks [][]byte
+	for {
+		b := make([]byte, readerBuffer)
+		n, err := io.ReadFull(r, b)
+		if n > 0 {
+			chunks = append(chunks, b[:n:n])
+		}
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			return chunks, nil
+		case err != nil:
+			return nil, err
+		}
 	}
 }
 
@@ -343,37 +366,63 @@ func (c *wsConn) answered(id int64) *wsRequest {
 	return nil
 }
 
-// firstID is the id of msg's first reply (a batch's first element's),
-// found if msg, whole or its start, shows it; notification says msg is a
-// subscription notification.
-func firstID(msg []byte) (id int64, notification, found bool) {
-	dec := json.NewDecoder(bytes.NewReader(msg))
-	tok, err := dec.Token()
-	if tok == json.Delim('[') {
-		tok, err = dec.Token()
+// firstID is the id of the first reply that d, a message or its start,
+// shows with an id (in a batch, the first element that has one: the
+// request it answers is the one all of it answers); notification says the
+// message is a subscription notification.
+func firstID(d *replyReader) (id int64, notification, found bool) {
+	c, ok := d.peek()
+	if !ok || c != '[' {
+		id, notification, found, _ = replyID(d)
+		return id, notification, found
 	}
-	if err != nil || tok != json.Delim('{') {
+	if d.open('[') != nil || d.empty(']') {
 		return 0, false, false
 	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return 0, false, false
+	for {
+		id, notification, found, err := replyID(d)
+		if found || notification || err != nil {
+			return id, notification, found
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
+		if more, err := d.more(']'); err != nil || !more {
 			return 0, false, false
-		}
-		switch key {
-		case "id":
-			n, err := strconv.ParseInt(string(bytes.Trim(v, `"`)), 10, 64)
-			return n, false, err == nil
-		case "method":
-			return 0, string(v) == `"eth_subscription"`, false
 		}
 	}
-	return 0, false, false
 }
+
+// replyID reads a reply object as far as its id or its method: the id, if
+// it is one; notification says the method is eth_subscription's. err
+// says the reading failed (the start of a message ends there).
+func replyID(d *replyReader) (id int64, notification, found bool, err error) {
+	_, _, err = d.readObject("the reply", func(key []byte) (error, error) {
+		switch string(key) {
+		case "id":
+			v, err := d.valueUpTo(maxID)
+			if err != nil {
+				return nil, err
+			}
+			n, perr := strconv.ParseInt(string(bytes.Trim(v, `"`)), 10, 64)
+			if id, found = n, v != nil && perr == nil; found {
+				return nil, errFound
+			}
+			return nil, nil
+		case "method":
+			v, err := d.valueUpTo(len(`"eth_subscription"`))
+			if notification = string(v) == `"eth_subscription"`; err == nil && notification {
+				err = errFound
+			}
+			return nil, err
+		}
+		return nil, d.skip()
+	})
+	if errors.Is(err, errFound) {
+		err = nil
+	}
+	return id, notification, found, err
+}
+
+// errFound stops firstID's reading once it has found what it looks for.
+var errFound = errors.New("found")
 
 // fail ends the connection with err, the reason reading stopped. The
 // connection is marked lost (broken) before any waiting request hears of

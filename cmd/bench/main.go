@@ -46,18 +46,19 @@ import (
 )
 
 type options struct {
-	database    string
-	burns       int
-	perTx       int
-	txsPerBlock int
-	steady      time.Duration
-	steadyRate  float64
-	blockTime   time.Duration
-	out         string
-	pollerEnv   string
-	seen        time.Duration
-	seenOnly    bool
-	trust       bool
+	denseReplicas int
+	database      string
+	burns         int
+	perTx         int
+	txsPerBlock   int
+	steady        time.Duration
+	steadyRate    float64
+	blockTime     time.Duration
+	out           string
+	pollerEnv     string
+	seen          time.Duration
+	seenOnly      bool
+	trust         bool
 	// The sparse first sync (sparse.go).
 	sparse        bool
 	sparseOnly    bool
@@ -171,6 +172,7 @@ func main() {
 	flag.BoolVar(&o.costSettings, "cost-settings", true, "the cost phase also runs one setting changed at a time (POLL_INTERVAL=1s, PENDING=false, VERIFY_RECEIPTS=false, RPC_QUORUM=2)")
 	flag.StringVar(&o.costCompare, "cost-compare", "", "the cost phase also runs these poller binaries at the defaults beside the others, name=binary comma-separated (the commits before and after a change, on the same chain at once)")
 	flag.StringVar(&o.costWeights, "cost-weights", "", "compute units per call, method=weight comma-separated, over the default table (Alchemy's)")
+	flag.IntVar(&o.denseReplicas, "dense-replicas", 0, "with a real node: also time the default catch-up with this many replicas, each one's peak RSS recorded (3: the ordinary peak of issue 38); 0 skips it")
 	flag.StringVar(&o.pollerEnv, "poller-env", "", "extra environment for the replicas, comma-separated K=V (e.g. GOMEMLIMIT=40MiB)")
 	flag.BoolVar(&o.multiGroupOnly, "multigroup-only", false, "run only the many-chains phase: four groups on geth and anvil, one 3-replica deployment (GROUPS) against four 2-replica ones, and one group's node hung")
 	flag.DurationVar(&o.mgSteady, "multigroup-steady", 60*time.Second, "many chains: how long each layout runs in the steady state")

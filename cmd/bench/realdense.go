@@ -46,7 +46,10 @@ type Dense struct {
 	ReceiptsOffCeiling float64 `json:"receipts_off_ceiling"`
 	Default            CatchUp `json:"catch_up_default"`
 	ReceiptsOff        CatchUp `json:"catch_up_verify_receipts_false"`
-	Ponder             *Ponder `json:"ponder,omitempty"`
+	// DefaultReplicas is the default catch-up with -dense-replicas
+	// replicas: one works, the others wait on the writers' lock.
+	DefaultReplicas *CatchUp `json:"catch_up_default_replicas,omitempty"`
+	Ponder          *Ponder  `json:"ponder,omitempty"`
 	// The goals' ratios.
 	DefaultToSameWork     float64 `json:"default_to_same_work"`
 	DefaultToPonder       float64 `json:"default_to_ponder,omitempty"`
@@ -141,6 +144,18 @@ func (b *bench) densePhase(ctx context.Context, o options, kind, shape string) (
 	}
 	if d.ReceiptsOff, err = b.timedCatchUp(ctx, target, o.burns, "receipts-off", "VERIFY_RECEIPTS=false"); err != nil {
 		return nil, err
+	}
+	if o.denseReplicas > 1 {
+		cu, err := b.catchUp(ctx, target, o.denseReplicas, false)
+		if err != nil {
+			return nil, fmt.Errorf("catch-up with %d replicas: %w", o.denseReplicas, err)
+		}
+		if cu.Rows != o.burns {
+			return nil, fmt.Errorf("catch-up with %d replicas recorded %d rows, want %d", o.denseReplicas, cu.Rows, o.burns)
+		}
+		cu.BurnsPerSec = float64(o.burns) / cu.Seconds
+		b.log.Info("catch-up", slog.Int("replicas", o.denseReplicas), slog.Float64("burns_per_second", cu.BurnsPerSec), slog.Any("rss_mib", cu.PeakRSSMiB))
+		d.DefaultReplicas = &cu
 	}
 	d.DefaultToSameWork = d.Default.BurnsPerSec / d.SameWork
 	d.ReceiptsOffToCeiling = d.ReceiptsOff.BurnsPerSec / d.ReceiptsOffCeiling

@@ -34,6 +34,9 @@ func summary(res *Results) string {
 			fmt.Fprintf(&b, "  default ÷ Ponder                      %.2f  (goal ≥ 1.5)\n", d.DefaultToPonder)
 		}
 		fmt.Fprintf(&b, "  peak RSS, default / receipts off      %d / %d MiB  (goal ≤ 64)\n", d.Default.PeakRSSMiB["replica-0"], d.ReceiptsOff.PeakRSSMiB["replica-0"])
+		if r := d.DefaultReplicas; r != nil {
+			fmt.Fprintf(&b, "  %d replicas, default: %.0f burns/s, peak RSS %v MiB  (goal ≤ 64 each)\n", r.Replicas, r.BurnsPerSec, r.PeakRSSMiB)
+		}
 		fmt.Fprintf(&b, "  first commit after start (default)    %.2f s\n", d.Default.FirstCommitSecs)
 		fmt.Fprintf(&b, "  CPU seconds, default:      %s\n", cpuLine(d.Default.CPUSeconds))
 		fmt.Fprintf(&b, "  CPU seconds, receipts off: %s\n", cpuLine(d.ReceiptsOff.CPUSeconds))

@@ -120,10 +120,16 @@ type Faults struct {
 	// or transaction up first); headers stay served, as a node with expired
 	// history still serves them.
 	PrunedBelow *uint64
-	// Hostile answers the next N requests as a hostile node would, in turn:
-	// a JSON-RPC error whose data is 7 MiB of [{},{},…] (within the reply
-	// cap), 9 MiB of short response headers (within net/http's default
-	// limit), and an HTTP 500 with a 4 MiB body.
+	// Hostile answers the next N requests as a hostile node would, in turn
+	// (HostileKinds of them): a JSON-RPC error whose data is 7 MiB of
+	// [{},{},…] (within the reply cap), 9 MiB of short response headers
+	// (within net/http's default limit), an HTTP 500 with a 4 MiB body,
+	// an eth_getLogs result of 7 MiB of [{},{},…] and one of [0,0,…],
+	// receipts whose logs are 7 MiB of [{},{},…] (in a block's receipts,
+	// or a transaction's receipt), and a JSON-RPC error whose code is a
+	// number of 7 million digits. A result goes to the first call of its
+	// method, the batch's other calls answered null, and waits for a
+	// request that has one.
 	Hostile int
 	// CutReplies sends each of the next N replies carrying a receipt
 	// (eth_getBlockReceipts, eth_getTransactionReceipt) only in part: its
@@ -275,32 +281,27 @@ type rpcError struct {
 	Data    any    `json:"data,omitempty"`
 }
 
-// httpFault is a fault that answers the whole HTTP request.
+// HostileKinds is how many kinds of reply Faults.Hostile answers in turn.
+const HostileKinds = 7
+
 // answerHostile answers the request body with hostile reply kind (Faults.Hostile).
 func answerHostile(w http.ResponseWriter, kind int, body []byte) {
+	tiny := strings.Repeat("{},", 7<<20/3) + "{}"
 	switch kind {
 	case 0:
-		// The reply answers the (first) request's id.
-		var id json.RawMessage = []byte("null")
-		var first request
-		if b := bytes.TrimSpace(body); bytes.HasPrefix(b, []byte("[")) {
-			var reqs []request
-			if json.Unmarshal(b, &reqs) == nil && len(reqs) > 0 {
-				first = reqs[0]
-			}
-		} else {
-			_ = json.Unmarshal(b, &first)
+		writeHostile(w, body, hostileMethods[kind], `"error":{"code":-32000,"message":"hostile node","data":[`+tiny+`]}`)
+	case 3:
+		writeHostile(w, body, hostileMethods[kind], `"result":[`+tiny+`]`)
+	case 4:
+		writeHostile(w, body, hostileMethods[kind], `"result":[`+strings.Repeat("0,", 7<<20/2)+`0]`)
+	case 5:
+		if method, _ := firstOf(body, hostileMethods[kind]); method == "eth_getTransactionReceipt" {
+			writeHostile(w, body, hostileMethods[kind], `"result":{"logs":[`+tiny+`]}`)
+			return
 		}
-		if first.ID != nil {
-			id = first.ID
-		}
-		reply := `{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32000,"message":"hostile node","data":[` +
-			strings.Repeat("{},", 7<<20/3) + `{}]}}`
-		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
-			reply = "[" + reply + "]"
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, reply)
+		writeHostile(w, body, hostileMethods[kind], `"result":[{"logs":[`+tiny+`]}]`)
+	case 6:
+		writeHostile(w, body, hostileMethods[kind], `"error":{"code":1`+strings.Repeat("0", 7<<20)+`,"message":"hostile node"}`)
 	case 1:
 		w.Header()["X-Hostile"] = slices.Repeat([]string{"1"}, 9<<20/len("X-Hostile: 1\r\n"))
 		w.WriteHeader(http.StatusOK)
@@ -310,6 +311,73 @@ func answerHostile(w http.ResponseWriter, kind int, body []byte) {
 	}
 }
 
+// hostileMethods are, by kind, the methods a hostile reply answers: none
+// for any request.
+var hostileMethods = map[int][]string{3: {"eth_getLogs"}, 4: {"eth_getLogs"}, 5: {"eth_getBlockReceipts", "eth_getTransactionReceipt"}}
+
+// hostileFits says whether hostile reply kind can answer the request body.
+func hostileFits(kind int, body []byte) bool {
+	_, ok := firstOf(body, hostileMethods[kind])
+	return ok
+}
+
+// calls are the calls of the request body, and whether it is a batch.
+func calls(body []byte) ([]request, bool) {
+	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+		var reqs []request
+		_ = json.Unmarshal(body, &reqs)
+		return reqs, true
+	}
+	var one request
+	_ = json.Unmarshal(body, &one)
+	return []request{one}, false
+}
+
+// firstOf is the method of the request's first call of one of methods (the
+// first call if methods is empty), and whether there is one.
+func firstOf(body []byte, methods []string) (string, bool) {
+	reqs, _ := calls(body)
+	for _, r := range reqs {
+		if len(methods) == 0 || slices.Contains(methods, r.Method) {
+			return r.Method, true
+		}
+	}
+	return "", false
+}
+
+// writeHostile answers the request body: its first call of one of methods
+// (its first, if none are named) with member, its other calls with null
+// results.
+func writeHostile(w http.ResponseWriter, body []byte, methods []string, member string) {
+	reqs, batch := calls(body)
+	var b strings.Builder
+	if batch {
+		b.WriteString("[")
+	}
+	done := false
+	for i, r := range reqs {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		id := "null"
+		if r.ID != nil {
+			id = string(r.ID)
+		}
+		if !done && (len(methods) == 0 || slices.Contains(methods, r.Method)) {
+			done = true
+			b.WriteString(`{"jsonrpc":"2.0","id":` + id + `,` + member + `}`)
+			continue
+		}
+		b.WriteString(`{"jsonrpc":"2.0","id":` + id + `,"result":null}`)
+	}
+	if batch {
+		b.WriteString("]")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, b.String())
+}
+
+// httpFault is a fault that answers the whole HTTP request.
 type httpFault struct {
 	status int
 	header map[string]string
@@ -332,9 +400,9 @@ func (p *Proxy) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		hostile = -1 // which of Hostile's replies
 	)
 	switch {
-	case p.faults.Hostile > 0:
+	case p.faults.Hostile > 0 && hostileFits(p.stats.Hostile%HostileKinds, body):
 		p.faults.Hostile--
-		hostile = p.stats.Hostile % 3
+		hostile = p.stats.Hostile % HostileKinds
 		p.stats.Hostile++
 	case p.faults.Hang > 0:
 		p.faults.Hang--
