@@ -105,7 +105,7 @@ func (d *replyReader) valueUpTo(max int) ([]byte, error) {
 	}
 	d.startKeep(max)
 	if err := d.skip(); err != nil {
-		d.keep, d.spill, d.kept = -1, nil, 0
+		d.dropKept()
 		return nil, err
 	}
 	return d.endKeep(), nil
@@ -119,7 +119,7 @@ func (d *replyReader) capture() ([][]byte, error) {
 	}
 	d.startKeep(-1)
 	if err := d.skip(); err != nil {
-		d.keep, d.spill, d.kept = -1, nil, 0
+		d.dropKept()
 		return nil, err
 	}
 	return d.endKeepChunks(), nil

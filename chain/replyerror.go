@@ -254,7 +254,7 @@ func (d *replyReader) readCode(code *int) (refused, err error) {
 	d.startKeep(maxCode)
 	n, err := d.number()
 	if err != nil {
-		d.keep, d.spill, d.kept = -1, nil, 0
+		d.dropKept()
 		return nil, err
 	}
 	raw := d.endKeep()

@@ -210,7 +210,7 @@ func (d *replyReader) startKeep(max int) {
 	d.keep, d.spill, d.kept, d.keepMax = d.i, d.spill[:0], 0, max
 }
 
-// dropKept stops keeping the token, which is over its limit.
+// dropKept stops keeping the token: over its limit, or not to be read on.
 func (d *replyReader) dropKept() {
 	d.keep, d.spill, d.kept = -1, nil, 0
 }
@@ -636,7 +636,7 @@ func (d *replyReader) str(max int) (raw []byte, escaped, over bool, err error) {
 	d.startKeep(max)
 	escaped, err = d.stringBody()
 	if err != nil {
-		d.keep, d.spill, d.kept = -1, nil, 0
+		d.dropKept()
 		return nil, escaped, false, err
 	}
 	d.i-- // leave the closing quote out
