@@ -168,13 +168,18 @@ func TestAHolderThatCannotReadTheTargetIsTakenOver(t *testing.T) {
 		t.Fatalf("the other replica read the chain %v times while the holder read it", got)
 	}
 
+	// The holder's node stops answering for the target: its polls, which
+	// read it at every poll of a still head with the cursor below, fail
+	// and mark nothing. Only then does the target pass the burn: were it
+	// first, the other replica could credit it before the holder's next
+	// poll, which would then find the cursor at the head and read nothing.
 	nodeA.blind.Store(true)
-	base.setTarget(8)
-	h.waitCursor(8)
-	b.Signals.Committed.Wait(t, 10*time.Second)
 	if err := a.Signals.Failed.Wait(t, 10*time.Second); !strings.Contains(err.Error(), "reading the target of a head standing still") {
 		t.Fatalf("the holder failed with %v", err)
 	}
+	base.setTarget(8)
+	h.waitCursor(8)
+	b.Signals.Committed.Wait(t, 10*time.Second)
 	if got := h.ledger(); !slices.Equal(got, expected(final, atHead)) {
 		t.Fatalf("ledger %q", got)
 	}
