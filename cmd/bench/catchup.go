@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"syscall"
 	"time"
@@ -55,24 +54,6 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 			return CatchUp{}, err
 		}
 		replicas = append(replicas, r)
-	}
-	if b.profile != "" {
-		pids := []int{}
-		for _, r := range replicas {
-			pids = append(pids, r.Pid())
-		}
-		if b.node != nil {
-			pids = append(pids, b.node.proc.Pid())
-		}
-		stop, err := perfRecord(b.profile, fmt.Sprintf("catchup-%s-%d", b.nodeKind(), time.Now().Unix()), pids...)
-		if err != nil {
-			return CatchUp{}, err
-		}
-		defer func() {
-			if err := stop(); err != nil {
-				b.log.Warn("profile", slog.Any("err", err))
-			}
-		}()
 	}
 	deadline := time.Now().Add(30 * time.Minute)
 	var firstCommit time.Duration

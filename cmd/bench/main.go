@@ -24,7 +24,7 @@
 // costs), multigroup.go (many chains, one deployment). seed.go fills the simulated chain, node.go starts
 // a real node and rpcseed.go fills it over JSON-RPC; replicas.go starts and
 // scrapes the poller processes (through internal/harness, as the
-// integration tests do), cpu.go and profile.go read where the CPU went,
+// integration tests do), cpu.go reads where the CPU went,
 // results.go and summary.go are the JSON document and its short text.
 package main
 
@@ -64,7 +64,6 @@ type options struct {
 	sparseOnly    bool
 	sparseNode    string
 	sparseRuns    int
-	sparseLogs    string
 	anvil         string
 	sparseBlocks  uint64
 	sparseBurns   int
@@ -82,11 +81,8 @@ type options struct {
 	shapes     string
 	geth       string
 	ponder     string
-	profileDir string
 	summary    bool
-	seedOnly   bool
 	pollerBin  string
-	compare    string
 	// Many groups on one database (groups.go).
 	groupsOnly    bool
 	groupCounts   string
@@ -137,7 +133,6 @@ func main() {
 	flag.BoolVar(&o.sparseOnly, "sparse-only", false, "run only the sparse first sync: a provider-like proxy, one replica")
 	flag.StringVar(&o.sparseNode, "sparse-node", "sim", "the sparse chain's node: sim (go-ethereum's simulated backend, as devchain) or anvil (-anvil)")
 	flag.IntVar(&o.sparseRuns, "sparse-runs", 1, "first syncs timed on the one seeded sparse chain, per setting")
-	flag.StringVar(&o.sparseLogs, "sparse-logs", "", "keep the sparse runs' poller logs in this directory")
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "length of each idle RPC-call window (1 and 3 replicas, with and without RPC_WS_URL; 0 skips them)")
 	flag.BoolVar(&o.idleOnly, "idle-only", false, "run only the idle RPC-call phase (no seeding)")
 	flag.DurationVar(&o.idleBlockTime, "idle-block-time", 2*time.Second, "block time while idle")
@@ -152,11 +147,8 @@ func main() {
 	flag.StringVar(&o.shapes, "shape", shapeEven, "with a real node: the dense chains' shapes, comma-separated: even (-per-tx × -txs-per-block burns in every block) or uneven (blocks of 100 to 3,100 burns, as users' chains: issue 30)")
 	flag.StringVar(&o.geth, "geth", "bin/tools/geth-"+gethVersion+"/geth", "the geth binary (go install github.com/ethereum/go-ethereum/cmd/geth@"+gethVersion+")")
 	flag.StringVar(&o.ponder, "ponder", "", "with a real node: also time Ponder on the same chain, its project (npm install done) in this directory")
-	flag.StringVar(&o.profileDir, "profile", "", "with a real node: perf record the default catch-up (poller and node) into this directory")
 	flag.BoolVar(&o.summary, "summary", false, "print a short table of the real-node runs instead of the JSON (which -out still writes)")
 	flag.StringVar(&o.pollerBin, "poller", "", "a poller binary to run instead of building this tree's (paired runs: the code before a change against after)")
-	flag.StringVar(&o.compare, "compare", "", "with -sparse-only: pair each sparse run with one of this poller binary, on the same chain")
-	flag.BoolVar(&o.seedOnly, "seed-only", false, "with a real node (or -sparse-only, behind the runs' proxy): seed it, print how to reach it, and keep it running until Ctrl-C (for runs by hand)")
 	flag.BoolVar(&o.groupsOnly, "groups-only", false, "run only the many-groups phase: groups catching up together on one database, each against its time alone")
 	flag.StringVar(&o.groupCounts, "groups", "1,2,4,8", "group counts of the many-groups phase")
 	flag.IntVar(&o.groupBurns, "group-burns", 3000, "burns per group")
@@ -230,10 +222,8 @@ type bench struct {
 	info     devchain.Info
 	extraEnv []string // -poller-env
 	log      *slog.Logger
-	// node is the real node a dense run reads, if any; profile, when set,
-	// is where catch-up records its perf profile.
-	node    *realNode
-	profile string
+	// node is the real node a dense run reads, if any.
+	node *realNode
 	// groupCap is the many-groups latency proxy's eth_getLogs cap.
 	groupCap uint64
 }
@@ -463,9 +453,6 @@ func runReal(ctx context.Context, o options, log *slog.Logger, res *Results, bin
 			d, err := b.densePhase(ctx, o, kind, shape)
 			if err != nil {
 				return nil, fmt.Errorf("dense run on %s, %s shape: %w", kind, shape, err)
-			}
-			if d == nil { // -seed-only, stopped
-				return res, nil
 			}
 			res.Dense = append(res.Dense, d)
 		}

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime"
 	"strings"
-	"syscall"
 
 	"github.com/burnpoller/burnpoller/devchain"
 )
@@ -56,7 +54,6 @@ type Dense struct {
 	ReceiptsOffToCeiling  float64 `json:"receipts_off_to_ceiling"`
 	NodePeakRSSMiB        int64   `json:"node_peak_rss_mib"`
 	PollerSettings        string  `json:"poller_settings"`
-	ProfileDir            string  `json:"profile_dir,omitempty"`
 	MachineLoadAtStart    string  `json:"load_average_at_start"`
 	ReceiptsOffToDefault  float64 `json:"receipts_off_to_default"`
 	DefaultFirstCommitSec float64 `json:"default_first_commit_seconds"`
@@ -98,15 +95,6 @@ func (b *bench) densePhase(ctx context.Context, o options, kind, shape string) (
 		slog.Int("blocks_with_burns", d.Seed.BurnBlocks), slog.Float64("seconds", d.Seed.SeedSeconds))
 	b.info = devchain.Info{RPCURL: n.url, ChainID: n.chainID, BurnContract: c.burn}
 	b.node = n
-	if o.seedOnly {
-		// The seeded node, for runs by hand, until Ctrl-C.
-		fmt.Fprintf(os.Stderr, "RPC_URL=%s CHAIN_ID=%d BURN_CONTRACT=%s  # finalized block %d; Ctrl-C stops the node\n",
-			n.url, n.chainID, c.burn.Hex(), target)
-		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		<-sig.Done()
-		return nil, nil
-	}
 
 	rows, _, clientRate, err := nodeCeiling(ctx, b.info, target)
 	if err != nil {
@@ -135,11 +123,7 @@ func (b *bench) densePhase(ctx context.Context, o options, kind, shape string) (
 		slog.Float64("copy_payments", d.CopyPayments.PerSec), slog.Float64("copy_events", d.CopyEvents.PerSec),
 		slog.Float64("same_work", d.SameWork))
 
-	b.profile = o.profileDir
-	d.ProfileDir = o.profileDir
-	d.Default, err = b.timedCatchUp(ctx, target, o.burns, "default")
-	b.profile = ""
-	if err != nil {
+	if d.Default, err = b.timedCatchUp(ctx, target, o.burns, "default"); err != nil {
 		return nil, err
 	}
 	if d.ReceiptsOff, err = b.timedCatchUp(ctx, target, o.burns, "receipts-off", "VERIFY_RECEIPTS=false"); err != nil {

@@ -95,14 +95,6 @@ func lockHolder(ctx context.Context, replicas []*replica) *replica {
 	return nil
 }
 
-// nodeKind names the node the replicas read: the real node's kind, or sim.
-func (b *bench) nodeKind() string {
-	if b.node != nil {
-		return b.node.kind
-	}
-	return nodeSim
-}
-
 // polled says replica r has completed a poll (committed or idle, the lock
 // holder) or found the lock held (a standby): its start-up calls are
 // behind.

@@ -8,11 +8,9 @@ import (
 	"math/big"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
@@ -47,8 +45,6 @@ type Sparse struct {
 	Calls                map[string]int `json:"calls_by_method"`
 	Rows                 int            `json:"rows"`
 	Settings             []string       `json:"settings"`
-	// Poller is the binary of a -compare run; empty for this tree's.
-	Poller string `json:"poller,omitempty"`
 }
 
 // anvilKey is anvil's first dev account (publicly known).
@@ -83,9 +79,6 @@ func (b *bench) sparsePhase(ctx context.Context, o options) (*SparseFloor, []*Sp
 	}
 	b.log.Info("sparse chain seeded", slog.String("node", sc.node), slog.Uint64("head", sc.head), slog.Uint64("finalized", sc.finalized),
 		slog.Int("burns", o.sparseBurns), slog.Float64("seconds", seeded))
-	if o.seedOnly {
-		return nil, nil, sparseServe(ctx, o, sc)
-	}
 	floor, err := sparseFloor(ctx, o, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sparse floor: %w", err)
@@ -93,29 +86,18 @@ func (b *bench) sparsePhase(ctx context.Context, o options) (*SparseFloor, []*Sp
 	floor.SeedSeconds = seeded
 	b.log.Info("sparse floor", slog.Float64("node_alone_seconds", floor.NodeSeconds), slog.Float64("through_proxy_seconds", floor.ProxySeconds),
 		slog.Float64("computed_seconds", floor.ComputedFloor), slog.Int("calls", floor.Calls))
-	// With -compare, each run is paired: this tree's poller, then the
-	// other binary, on the same chain, one after the other.
-	bins := []string{b.bin}
-	if o.compare != "" {
-		bins = append(bins, o.compare)
-	}
 	var out []*Sparse
 	for _, env := range [][]string{nil, {"VERIFY_RECEIPTS=false"}} {
 		for run := 1; run <= max(o.sparseRuns, 1); run++ {
-			for i, bin := range bins {
-				sp, err := b.sparseRun(ctx, o, sc, bin, env...)
-				if err != nil {
-					return nil, nil, fmt.Errorf("sparse sync %v, run %d: %w", env, run, err)
-				}
-				sp.Run = run
-				if i > 0 {
-					sp.Poller = bin
-				}
-				sp.RatioToMeasuredFloor = sp.Seconds / floor.ProxySeconds
-				b.log.Info("sparse first sync", slog.String("poller", bin), slog.Any("settings", env), slog.Int("run", run), slog.Float64("seconds", sp.Seconds),
-					slog.Float64("blocks_per_second", sp.BlocksPer), slog.Float64("ratio_to_floor", sp.RatioToFloor), slog.Any("calls", sp.Calls))
-				out = append(out, sp)
+			sp, err := b.sparseRun(ctx, o, sc, env...)
+			if err != nil {
+				return nil, nil, fmt.Errorf("sparse sync %v, run %d: %w", env, run, err)
 			}
+			sp.Run = run
+			sp.RatioToMeasuredFloor = sp.Seconds / floor.ProxySeconds
+			b.log.Info("sparse first sync", slog.Any("settings", env), slog.Int("run", run), slog.Float64("seconds", sp.Seconds),
+				slog.Float64("blocks_per_second", sp.BlocksPer), slog.Float64("ratio_to_floor", sp.RatioToFloor), slog.Any("calls", sp.Calls))
+			out = append(out, sp)
 		}
 	}
 	return floor, out, nil
@@ -259,7 +241,7 @@ func seedSparseAnvil(ctx context.Context, o options) (_ *sparseChain, err error)
 // empty ledger through a fresh proxy that adds o.sparseLatency to every
 // request and refuses eth_getLogs over o.sparseCap blocks with Alchemy's
 // words and suggested range, and checks the ledger is exact.
-func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, bin string, env ...string) (*Sparse, error) {
+func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, env ...string) (*Sparse, error) {
 	dir, err := os.MkdirTemp("", "bench-sparse-")
 	if err != nil {
 		return nil, err
@@ -289,18 +271,14 @@ func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, bin s
 		"DATABASE_URL=" + dbURL, "RPC_URL=" + proxy.URL, "CHAIN_ID=" + strconv.FormatUint(sc.chainID, 10),
 		"BURN_CONTRACT=" + sc.contract.Hex(), "HTTP_ADDR=" + httpAddr.String(), "LOG_FORMAT=json",
 	}, env...)
-	logDir := dir
-	if o.sparseLogs != "" {
-		logDir = o.sparseLogs
-	}
-	logFile := filepath.Join(logDir, fmt.Sprintf("sparse-%s-%d-%s.log", sc.node, time.Now().UnixNano(), strings.Join(env, "_")))
+	logFile := filepath.Join(dir, fmt.Sprintf("sparse-%s-%d-%s.log", sc.node, time.Now().UnixNano(), strings.Join(env, "_")))
 	f, err := os.Create(logFile)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	start := time.Now()
-	p, err := harness.Start(harness.Spec{Name: "sparse", Bin: bin, Args: []string{"run", "--until-finalized"},
+	p, err := harness.Start(harness.Spec{Name: "sparse", Bin: b.bin, Args: []string{"run", "--until-finalized"},
 		Env: runEnv, Stdout: f, Stderr: f})
 	if err != nil {
 		return nil, err
@@ -405,26 +383,4 @@ func lastLines(s string) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// sparseServe keeps the seeded sparse chain running behind the runs' proxy
-// (o.sparseLatency a request, eth_getLogs capped at o.sparseCap blocks in
-// Alchemy's words) until Ctrl-C, for runs timed by hand: it prints the
-// environment a poller needs.
-func sparseServe(ctx context.Context, o options, sc *sparseChain) error {
-	proxy, err := rpcfault.Start(sc.url)
-	if err != nil {
-		return err
-	}
-	defer proxy.Close()
-	proxy.Set(func(f *rpcfault.Faults) {
-		f.Latency = o.sparseLatency
-		f.RangeLimit, f.RangeStyle = o.sparseCap, rpcfault.StyleAlchemy
-	})
-	fmt.Fprintf(os.Stderr, "RPC_URL=%s CHAIN_ID=%d BURN_CONTRACT=%s  # finalized block %d, %d burns; Ctrl-C stops the node\n",
-		proxy.URL, sc.chainID, sc.contract.Hex(), sc.finalized, o.sparseBurns)
-	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	<-sig.Done()
-	return nil
 }
