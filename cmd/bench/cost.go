@@ -7,18 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/devchain"
@@ -124,6 +119,190 @@ type CostSubject struct {
 	Cursor   int64 `json:"cursor_at_end,omitempty"`
 }
 
+// costPhase follows each chain of o.costChains and counts what every
+// subject asks of the node.
+func (b *bench) costPhase(ctx context.Context, o options) ([]*Cost, error) {
+	weights := maps.Clone(defaultCostWeights)
+	if o.costWeights != "" {
+		for _, kv := range strings.Split(o.costWeights, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			w, err := strconv.ParseFloat(v, 64)
+			if !ok || err != nil {
+				return nil, fmt.Errorf("-cost-weights: %q is not method=weight", kv)
+			}
+			weights[k] = w
+		}
+	}
+	var out []*Cost
+	for _, name := range strings.Split(o.costChains, ",") {
+		spec, ok := costChains[name]
+		if !ok {
+			return nil, fmt.Errorf("-cost-chains: unknown chain %q (known: %v)", name, slices.Sorted(maps.Keys(costChains)))
+		}
+		c, err := b.costRun(ctx, o, name, spec, weights)
+		if err != nil {
+			return out, fmt.Errorf("cost on %s: %w", name, err)
+		}
+		out = append(out, c)
+		// Each chain's figures as soon as they are in: a later chain's
+		// failure does not lose them.
+		fmt.Fprint(os.Stderr, costSummary([]*Cost{c}))
+	}
+	return out, nil
+}
+
+// costRun starts a node sealing every spec.BlockTime, the subjects, and a
+// trickle of burns; once every subject follows the chain it counts their
+// calls over the window.
+func (b *bench) costRun(ctx context.Context, o options, name string, spec costChain, weights map[string]float64) (_ *Cost, err error) {
+	bin := o.geth
+	if spec.Node == nodeAnvil {
+		bin = o.anvil
+	}
+	res := &Cost{Chain: name, Node: spec.Node, Finality: spec.Finality, BlockTimeS: spec.BlockTime.Seconds(),
+		BurnEveryS: spec.BurnEvery.Seconds(), Weights: weights, WSByteCU: wsByteWeight, Load: loadAverage()}
+	l, err := startLiveChain(ctx, spec.Node, bin, nodeOptions{blockTime: spec.BlockTime, slots: costSlots}, 4*costSlots)
+	if err != nil {
+		return nil, err
+	}
+	defer l.n.close()
+	n, s, contracts, final := l.n, l.s, l.contracts, l.final
+	b.info = devchain.Info{RPCURL: n.url, ChainID: n.chainID, BurnContract: contracts.burn}
+	start := []string{"START_BLOCK=" + strconv.FormatUint(final+1, 10)}
+
+	logDir, err := os.MkdirTemp("", "bench-cost-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err == nil {
+			_ = os.RemoveAll(logDir)
+		} else {
+			b.log.Error("cost run failed; logs kept", slog.String("dir", logDir))
+		}
+	}()
+	var followers []*follower
+	defer func() {
+		for _, f := range followers {
+			f.close(ctx, b.admin)
+		}
+	}()
+	var compare []string
+	if o.costCompare != "" {
+		compare = strings.Split(o.costCompare, ",")
+	}
+	for i, sub := range costSubjects(o.costSettings, o.ponder != "", compare) {
+		f, err := b.startFollower(ctx, o, n, sub, i, logDir, start)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sub.name, err)
+		}
+		followers = append(followers, f)
+	}
+
+	// A burn every spec.BurnEvery, sealed by the node's own clock.
+	burns := s.trickle(ctx, contracts, spec.BurnEvery, b.log)
+	defer burns.stop()
+
+	if err := b.waitFollowing(ctx, followers); err != nil {
+		return nil, err
+	}
+	// The steady state: burns seen at the head and confirmed at finality
+	// alike, so the first one sent must be final.
+	firstTx := <-burns.first
+	r, err := s.receipt(ctx, firstTx)
+	if err != nil {
+		return nil, fmt.Errorf("the first burn: %w", err)
+	}
+	if err := harness.WaitFor(ctx, 10*time.Minute, "the first burn final", func() bool {
+		f, err := finalized(ctx, n.url)
+		return err == nil && f >= r.BlockNumber.Uint64()
+	}); err != nil {
+		return nil, err
+	}
+	// Start-up and catch-up calls behind, and a block or two of steady state.
+	time.Sleep(2 * spec.BlockTime)
+	window := max(o.costWindow, time.Duration(o.costMinBlocks)*spec.BlockTime)
+	b.log.Info("counting", slog.String("chain", name), slog.Duration("window", window), slog.Int("subjects", len(followers)))
+	before := trafficOf(followers)
+	fromBlock, err := n.eth.BlockNumber(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sentBefore := burns.sent.Load()
+	began := time.Now()
+	time.Sleep(window)
+	after := trafficOf(followers)
+	toBlock, err := n.eth.BlockNumber(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.WindowS, res.Blocks, res.Burns = time.Since(began).Seconds(), toBlock-fromBlock, int(burns.sent.Load()-sentBefore)
+	if res.Blocks == 0 {
+		return nil, errors.New("no block sealed in the window")
+	}
+	perMonth := 30 * 24 * time.Hour.Seconds() / spec.BlockTime.Seconds()
+	var ponderCU float64
+	for i, f := range followers {
+		sub := f.spec
+		c := subjectCost(sub, before[i], after[i], float64(res.Blocks), weights)
+		c.CUPer30Days = c.CUPerBlock * perMonth
+		if c.Recorded, c.Cursor, err = f.recorded(ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", sub.name, err)
+		}
+		if (sub.ponder && c.Recorded == 0) || (!sub.ponder && c.Cursor <= int64(final)) {
+			return nil, fmt.Errorf("%s recorded %d burns, its cursor at %d: it was not following the chain (logs in %s)",
+				sub.name, c.Recorded, c.Cursor, logDir)
+		}
+		if sub.ponder {
+			ponderCU = c.CUPerBlock
+		}
+		res.Subjects = append(res.Subjects, c)
+	}
+	if ponderCU > 0 {
+		for _, c := range res.Subjects {
+			c.ToPonder = c.CUPerBlock / ponderCU
+		}
+	}
+	return res, nil
+}
+
+// costSummary is the cost phase as text: per chain, each subject's calls,
+// requests, bytes and compute units per block, and per 30 days.
+func costSummary(costs []*Cost) string {
+	var b strings.Builder
+	for _, c := range costs {
+		fmt.Fprintf(&b, "\n%s (%s, a block every %.0f s, finalized %s), a burn every %.0f s; %d blocks and %d burns in %.0f s; load average at start %s\n",
+			c.Chain, c.Node, c.BlockTimeS, c.Finality, c.BurnEveryS, c.Blocks, c.Burns, c.WindowS, c.Load)
+		fmt.Fprintf(&b, "  %-44s %8s %8s %9s %8s %13s %8s\n", "per block", "calls", "HTTP", "KiB", "CU", "CU / 30 days", "÷ Ponder")
+		for _, s := range c.Subjects {
+			kib := (s.BytesPerBlock + s.WSBytesPerBlock) / 1024
+			ratio := "-"
+			if s.ToPonder > 0 {
+				ratio = fmt.Sprintf("%.2f", s.ToPonder)
+			}
+			fmt.Fprintf(&b, "  %-44s %8.2f %8.2f %9.2f %8.1f %12.1fM %8s\n", s.Name, s.CallsPerBlock, s.RequestsPerBlock, kib,
+				s.CUPerBlock, s.CUPer30Days/1e6, ratio)
+		}
+		for _, s := range c.Subjects {
+			var parts []string
+			for _, m := range slices.Sorted(maps.Keys(s.CallsByMethodPerBlk)) {
+				parts = append(parts, fmt.Sprintf("%s %.2f (%.1f CU)", m, s.CallsByMethodPerBlk[m], s.CUByMethodPerBlock[m]))
+			}
+			if s.WSBytesPerBlock > 0 {
+				parts = append(parts, fmt.Sprintf("WebSocket %.0f bytes (%.1f CU)", s.WSBytesPerBlock, wsByteWeight*s.WSBytesPerBlock))
+			}
+			fmt.Fprintf(&b, "  %s: %s\n", s.Name, cmp.Or(strings.Join(parts, ", "), "nothing"))
+			if len(s.Unweighted) > 0 {
+				fmt.Fprintf(&b, "    (no weight for %v: counted as 0)\n", s.Unweighted)
+			}
+		}
+	}
+	return b.String()
+}
+
+// costChainNames lists the known cost chains, for -cost-chains' help.
+func costChainNames() string { return strings.Join(slices.Sorted(maps.Keys(costChains)), ",") }
+
 // costSubject is a follower to run on a cost chain.
 type costSubject struct {
 	name     string
@@ -166,38 +345,6 @@ func costSubjects(settings, ponder bool, compare []string) []costSubject {
 	return out
 }
 
-// costPhase follows each chain of o.costChains and counts what every
-// subject asks of the node.
-func (b *bench) costPhase(ctx context.Context, o options) ([]*Cost, error) {
-	weights := maps.Clone(defaultCostWeights)
-	if o.costWeights != "" {
-		for _, kv := range strings.Split(o.costWeights, ",") {
-			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			w, err := strconv.ParseFloat(v, 64)
-			if !ok || err != nil {
-				return nil, fmt.Errorf("-cost-weights: %q is not method=weight", kv)
-			}
-			weights[k] = w
-		}
-	}
-	var out []*Cost
-	for _, name := range strings.Split(o.costChains, ",") {
-		spec, ok := costChains[name]
-		if !ok {
-			return nil, fmt.Errorf("-cost-chains: unknown chain %q (known: %v)", name, slices.Sorted(maps.Keys(costChains)))
-		}
-		c, err := b.costRun(ctx, o, name, spec, weights)
-		if err != nil {
-			return out, fmt.Errorf("cost on %s: %w", name, err)
-		}
-		out = append(out, c)
-		// Each chain's figures as soon as they are in: a later chain's
-		// failure does not lose them.
-		fmt.Fprint(os.Stderr, costSummary([]*Cost{c}))
-	}
-	return out, nil
-}
-
 // follower is one running subject and its counters.
 type follower struct {
 	spec     costSubject
@@ -209,6 +356,7 @@ type follower struct {
 	dbURL    string
 }
 
+// close stops the follower and drops its database.
 func (f *follower) close(ctx context.Context, admin string) {
 	for _, r := range f.replicas {
 		r.stop()
@@ -233,6 +381,7 @@ type traffic struct {
 	ws       float64
 }
 
+// traffic is the follower's counters now.
 func (f *follower) traffic() traffic {
 	t := traffic{calls: map[string]float64{}}
 	for _, p := range f.proxies {
@@ -249,194 +398,45 @@ func (f *follower) traffic() traffic {
 	return t
 }
 
-// costRun starts a node sealing every spec.BlockTime, the subjects, and a
-// trickle of burns; once every subject follows the chain it counts their
-// calls over the window.
-func (b *bench) costRun(ctx context.Context, o options, name string, spec costChain, weights map[string]float64) (_ *Cost, err error) {
-	bin := o.geth
-	if spec.Node == nodeAnvil {
-		bin = o.anvil
-	}
-	res := &Cost{Chain: name, Node: spec.Node, Finality: spec.Finality, BlockTimeS: spec.BlockTime.Seconds(),
-		BurnEveryS: spec.BurnEvery.Seconds(), Weights: weights, WSByteCU: wsByteWeight, Load: loadAverage()}
-	n, err := startNode(ctx, spec.Node, bin, nodeOptions{blockTime: spec.BlockTime, slots: costSlots})
-	if err != nil {
-		return nil, err
-	}
-	defer n.close()
-	if spec.Node == nodeAnvil {
-		// A history for the finalized block to stand on.
-		if err := n.rpc.CallContext(ctx, nil, "anvil_mine", hexutil.Uint64(4*costSlots)); err != nil {
-			return nil, err
-		}
-	}
-	s, err := newSeeder(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	contracts, err := s.deployBurner(ctx)
-	if err != nil {
-		return nil, err
-	}
-	final, err := finalized(ctx, n.url)
-	if err != nil {
-		return nil, err
-	}
-	b.info = devchain.Info{RPCURL: n.url, ChainID: n.chainID, BurnContract: contracts.burn}
-	start := []string{"START_BLOCK=" + strconv.FormatUint(final+1, 10)}
-
-	logDir, err := os.MkdirTemp("", "bench-cost-")
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err == nil {
-			_ = os.RemoveAll(logDir)
-		} else {
-			b.log.Error("cost run failed; logs kept", slog.String("dir", logDir))
-		}
-	}()
-	var followers []*follower
-	defer func() {
-		for _, f := range followers {
-			f.close(ctx, b.admin)
-		}
-	}()
-	var compare []string
-	if o.costCompare != "" {
-		compare = strings.Split(o.costCompare, ",")
-	}
-	for i, sub := range costSubjects(o.costSettings, o.ponder != "", compare) {
-		f, err := b.startFollower(ctx, o, n, sub, i, logDir, start)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", sub.name, err)
-		}
-		followers = append(followers, f)
-	}
-
-	// A burn every spec.BurnEvery, sealed by the node's own clock.
-	trickle, stopTrickle := context.WithCancel(ctx)
-	var (
-		wg    sync.WaitGroup
-		sent  atomic.Int64
-		first = make(chan common.Hash, 1)
-	)
-	defer func() { stopTrickle(); wg.Wait() }()
-	wg.Go(func() {
-		t := time.NewTicker(spec.BurnEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-trickle.Done():
-				return
-			case <-t.C:
-			}
-			tx, err := s.sendBurn(trickle, contracts)
-			if err != nil {
-				if trickle.Err() == nil {
-					b.log.Warn("sending a burn", slog.Any("err", err))
-				}
-				continue
-			}
-			if sent.Add(1) == 1 {
-				first <- tx
-			}
-		}
-	})
-
-	if err := b.waitFollowing(ctx, followers); err != nil {
-		return nil, err
-	}
-	// The steady state: burns seen at the head and confirmed at finality
-	// alike, so the first one sent must be final.
-	firstTx := <-first
-	r, err := s.receipt(ctx, firstTx)
-	if err != nil {
-		return nil, fmt.Errorf("the first burn: %w", err)
-	}
-	if err := harness.WaitFor(ctx, 10*time.Minute, "the first burn final", func() bool {
-		f, err := finalized(ctx, n.url)
-		return err == nil && f >= r.BlockNumber.Uint64()
-	}); err != nil {
-		return nil, err
-	}
-	// Start-up and catch-up calls behind, and a block or two of steady state.
-	time.Sleep(2 * spec.BlockTime)
-	window := max(o.costWindow, time.Duration(o.costMinBlocks)*spec.BlockTime)
-	b.log.Info("counting", slog.String("chain", name), slog.Duration("window", window), slog.Int("subjects", len(followers)))
-	before := make([]traffic, len(followers))
+// trafficOf is the counters of every follower now.
+func trafficOf(followers []*follower) []traffic {
+	out := make([]traffic, len(followers))
 	for i, f := range followers {
-		before[i] = f.traffic()
+		out[i] = f.traffic()
 	}
-	fromBlock, err := n.eth.BlockNumber(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sentBefore := sent.Load()
-	began := time.Now()
-	time.Sleep(window)
-	after := make([]traffic, len(followers))
-	for i, f := range followers {
-		after[i] = f.traffic()
-	}
-	toBlock, err := n.eth.BlockNumber(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res.WindowS, res.Blocks, res.Burns = time.Since(began).Seconds(), toBlock-fromBlock, int(sent.Load()-sentBefore)
-	if res.Blocks == 0 {
-		return nil, errors.New("no block sealed in the window")
-	}
-	perMonth := 30 * 24 * time.Hour.Seconds() / spec.BlockTime.Seconds()
-	var ponderCU float64
-	for i, f := range followers {
-		sub := f.spec
-		c := &CostSubject{Name: sub.name, Settings: sub.settings, Replicas: sub.replicas, Calls: map[string]float64{},
-			CUByMethodPerBlock: map[string]float64{}, CallsByMethodPerBlk: map[string]float64{}}
-		blocks := float64(res.Blocks)
-		for m, v := range after[i].calls {
-			d := v - before[i].calls[m]
-			if d <= 0 {
-				continue
-			}
-			c.Calls[m] = d
-			c.CallsPerBlock += d / blocks
-			c.CallsByMethodPerBlk[m] = d / blocks
-			w, ok := weights[m]
-			if !ok {
-				c.Unweighted = append(c.Unweighted, m)
-			}
-			c.CUByMethodPerBlock[m] = w * d / blocks
-			c.CUPerBlock += w * d / blocks
+	return out
+}
+
+// subjectCost is subject sub's traffic from before to after, over blocks
+// blocks, and per block, in calls by method and in compute units.
+func subjectCost(sub costSubject, before, after traffic, blocks float64, weights map[string]float64) *CostSubject {
+	c := &CostSubject{Name: sub.name, Settings: sub.settings, Replicas: sub.replicas, Calls: map[string]float64{},
+		CUByMethodPerBlock: map[string]float64{}, CallsByMethodPerBlk: map[string]float64{}}
+	for m, v := range after.calls {
+		d := v - before.calls[m]
+		if d <= 0 {
+			continue
 		}
-		slices.Sort(c.Unweighted)
-		c.Requests = after[i].requests - before[i].requests
-		c.ResponseBytes = after[i].bytes - before[i].bytes
-		c.WSBytes = after[i].ws - before[i].ws
-		c.RequestsPerBlock, c.BytesPerBlock, c.WSBytesPerBlock = c.Requests/blocks, c.ResponseBytes/blocks, c.WSBytes/blocks
-		if c.WSBytes > 0 {
-			c.CUByMethodPerBlock["websocket bytes"] = wsByteWeight * c.WSBytesPerBlock
-			c.CUPerBlock += wsByteWeight * c.WSBytesPerBlock
+		c.Calls[m] = d
+		c.CallsPerBlock += d / blocks
+		c.CallsByMethodPerBlk[m] = d / blocks
+		w, ok := weights[m]
+		if !ok {
+			c.Unweighted = append(c.Unweighted, m)
 		}
-		c.CUPer30Days = c.CUPerBlock * perMonth
-		if c.Recorded, c.Cursor, err = f.recorded(ctx); err != nil {
-			return nil, fmt.Errorf("%s: %w", sub.name, err)
-		}
-		if (sub.ponder && c.Recorded == 0) || (!sub.ponder && c.Cursor <= int64(final)) {
-			return nil, fmt.Errorf("%s recorded %d burns, its cursor at %d: it was not following the chain (logs in %s)",
-				sub.name, c.Recorded, c.Cursor, logDir)
-		}
-		if sub.ponder {
-			ponderCU = c.CUPerBlock
-		}
-		res.Subjects = append(res.Subjects, c)
+		c.CUByMethodPerBlock[m] = w * d / blocks
+		c.CUPerBlock += w * d / blocks
 	}
-	if ponderCU > 0 {
-		for _, c := range res.Subjects {
-			c.ToPonder = c.CUPerBlock / ponderCU
-		}
+	slices.Sort(c.Unweighted)
+	c.Requests = after.requests - before.requests
+	c.ResponseBytes = after.bytes - before.bytes
+	c.WSBytes = after.ws - before.ws
+	c.RequestsPerBlock, c.BytesPerBlock, c.WSBytesPerBlock = c.Requests/blocks, c.ResponseBytes/blocks, c.WSBytes/blocks
+	if c.WSBytes > 0 {
+		c.CUByMethodPerBlock["websocket bytes"] = wsByteWeight * c.WSBytesPerBlock
+		c.CUPerBlock += wsByteWeight * c.WSBytesPerBlock
 	}
-	return res, nil
+	return c
 }
 
 // startFollower starts subject sub (the i-th) on node n, each endpoint
@@ -500,34 +500,16 @@ func (b *bench) waitFollowing(ctx context.Context, followers []*follower) error 
 				if f.ponder.proc.Exited() {
 					return true // reported below
 				}
-				if !ponderReady(ctx, f.ponder.addr) {
+				if !answers200(ctx, "http://"+f.ponder.addr+"/ready") {
 					return false
 				}
 			}
-			for _, r := range f.replicas {
-				if !polled(ctx, r) {
-					return false
-				}
+			if !allPolled(ctx, f.replicas) {
+				return false
 			}
 		}
 		return true
 	})
-}
-
-// ponderReady says Ponder at addr answers /ready with 200.
-func ponderReady(ctx context.Context, addr string) bool {
-	rctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+addr+"/ready", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // recorded counts what the follower recorded (its payments and pending
@@ -546,54 +528,3 @@ func (f *follower) recorded(ctx context.Context) (n int, cursor int64, err error
 		(SELECT max(last_processed_block) FROM block_cursors)`).Scan(&n, &cursor)
 	return n, cursor, err
 }
-
-// sendBurn sends one burn through contracts with the next nonce, for the
-// node to seal on its own clock, and returns its hash.
-func (s *seeder) sendBurn(ctx context.Context, contracts burnContracts) (common.Hash, error) {
-	tx, err := s.burnTx(contracts.batch, 1)
-	if err != nil {
-		return common.Hash{}, err
-	}
-	raw, err := tx.MarshalBinary()
-	if err != nil {
-		return common.Hash{}, err
-	}
-	return tx.Hash(), s.n.rpc.CallContext(ctx, nil, "eth_sendRawTransaction", hexutil.Bytes(raw))
-}
-
-// costSummary is the cost phase as text: per chain, each subject's calls,
-// requests, bytes and compute units per block, and per 30 days.
-func costSummary(costs []*Cost) string {
-	var b strings.Builder
-	for _, c := range costs {
-		fmt.Fprintf(&b, "\n%s (%s, a block every %.0f s, finalized %s), a burn every %.0f s; %d blocks and %d burns in %.0f s; load average at start %s\n",
-			c.Chain, c.Node, c.BlockTimeS, c.Finality, c.BurnEveryS, c.Blocks, c.Burns, c.WindowS, c.Load)
-		fmt.Fprintf(&b, "  %-44s %8s %8s %9s %8s %13s %8s\n", "per block", "calls", "HTTP", "KiB", "CU", "CU / 30 days", "÷ Ponder")
-		for _, s := range c.Subjects {
-			kib := (s.BytesPerBlock + s.WSBytesPerBlock) / 1024
-			ratio := "-"
-			if s.ToPonder > 0 {
-				ratio = fmt.Sprintf("%.2f", s.ToPonder)
-			}
-			fmt.Fprintf(&b, "  %-44s %8.2f %8.2f %9.2f %8.1f %12.1fM %8s\n", s.Name, s.CallsPerBlock, s.RequestsPerBlock, kib,
-				s.CUPerBlock, s.CUPer30Days/1e6, ratio)
-		}
-		for _, s := range c.Subjects {
-			var parts []string
-			for _, m := range slices.Sorted(maps.Keys(s.CallsByMethodPerBlk)) {
-				parts = append(parts, fmt.Sprintf("%s %.2f (%.1f CU)", m, s.CallsByMethodPerBlk[m], s.CUByMethodPerBlock[m]))
-			}
-			if s.WSBytesPerBlock > 0 {
-				parts = append(parts, fmt.Sprintf("WebSocket %.0f bytes (%.1f CU)", s.WSBytesPerBlock, wsByteWeight*s.WSBytesPerBlock))
-			}
-			fmt.Fprintf(&b, "  %s: %s\n", s.Name, cmp.Or(strings.Join(parts, ", "), "nothing"))
-			if len(s.Unweighted) > 0 {
-				fmt.Fprintf(&b, "    (no weight for %v: counted as 0)\n", s.Unweighted)
-			}
-		}
-	}
-	return b.String()
-}
-
-// costChainNames lists the known cost chains, for -cost-chains' help.
-func costChainNames() string { return strings.Join(slices.Sorted(maps.Keys(costChains)), ",") }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -235,53 +232,53 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// quantile is the q-th percentile of xs in ms (0 for none).
+func quantile(xs []float64, q int) float64 {
+	return percentile(slices.Sorted(slices.Values(xs)), q)
+}
+
 // sealTraffic seals, every blockTime on each node until ctx ends, a block
 // holding one burnMany of perTx burns per group of the node, and notes
 // when it was sealed.
 func sealTraffic(ctx context.Context, nodes []*mgNode, groups []*mgGroup, blockTime time.Duration, perTx int, log *slog.Logger) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for _, n := range nodes {
-		wg.Go(func() {
-			t := time.NewTicker(blockTime)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-				n.mu.Lock()
-				var txs []*types.Transaction
-				for _, g := range groups {
-					if g.node != n {
-						continue
-					}
-					tx, err := n.s.burnTx(g.c.batch, perTx)
-					if err != nil {
-						log.Warn("traffic", slog.Any("err", err))
-						continue
-					}
-					txs = append(txs, tx)
-				}
-				block, err := n.s.block(ctx, txs)
-				n.mu.Unlock()
-				if err != nil {
-					if ctx.Err() == nil {
-						log.Warn("traffic", slog.Any("err", err))
-					}
-					// Nonces sent but not sealed: start again from the node's.
-					n.mu.Lock()
-					if nonce, err := n.n.eth.PendingNonceAt(context.WithoutCancel(ctx), n.s.from); err == nil {
-						n.s.nonce = nonce
-					}
-					n.mu.Unlock()
-					continue
-				}
-				n.sealed.Store(block, time.Now())
-			}
-		})
+		wg.Go(func() { each(ctx, blockTime, func() { n.sealTraffic(ctx, groups, perTx, log) }) })
 	}
 	return &wg
+}
+
+// sealTraffic seals a block holding one burnMany of perTx burns per group
+// of the node, and notes when it was sealed.
+func (n *mgNode) sealTraffic(ctx context.Context, groups []*mgGroup, perTx int, log *slog.Logger) {
+	n.mu.Lock()
+	var txs []*types.Transaction
+	for _, g := range groups {
+		if g.node != n {
+			continue
+		}
+		tx, err := n.s.burnTx(g.c.batch, perTx)
+		if err != nil {
+			log.Warn("traffic", slog.Any("err", err))
+			continue
+		}
+		txs = append(txs, tx)
+	}
+	block, err := n.s.block(ctx, txs)
+	n.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("traffic", slog.Any("err", err))
+		}
+		// Nonces sent but not sealed: start again from the node's.
+		n.mu.Lock()
+		if nonce, err := n.n.eth.PendingNonceAt(context.WithoutCancel(ctx), n.s.from); err == nil {
+			n.s.nonce = nonce
+		}
+		n.mu.Unlock()
+		return
+	}
+	n.sealed.Store(block, time.Now())
 }
 
 // nodesOf are the distinct nodes of groups.
@@ -309,7 +306,7 @@ func startFromHead(ctx context.Context, groups []*mgGroup) error {
 
 // deployment is replicas of one layout on one database.
 type deployment struct {
-	replicas []*replica
+	replicas replicaSet
 	env      [][]string
 	logDir   string
 }
@@ -334,7 +331,7 @@ func (b *bench) startOne(dbURL string, groups []*mgGroup, n int, o options) (*de
 			return nil, err
 		}
 		env := harness.GroupsEnv(dbURL, addr.String(), targets, slices.Concat(settings, b.extraEnv)...)
-		r, err := b.startEnv(env, d.logDir, fmt.Sprintf("replica-%d", i), addr.String())
+		r, err := startPoller(b.bin, []string{"run"}, env, d.logDir, fmt.Sprintf("replica-%d", i), addr.String())
 		if err != nil {
 			d.stop()
 			return nil, err
@@ -360,7 +357,7 @@ func (b *bench) startPerGroup(dbURL string, groups []*mgGroup, n int, o options)
 			env := harness.PollerEnv(harness.Target{DatabaseURL: dbURL, RPCURL: g.proxy.URL, ChainID: g.node.n.chainID, Contract: g.c.burn,
 				HTTPAddr: addr.String()}, slices.Concat([]string{"POLL_INTERVAL=" + o.mgPoll.String(), fmt.Sprintf("START_BLOCK=%d", g.start),
 				"RPC_WS_URL=" + g.node.n.wsURL}, b.extraEnv)...)
-			r, err := b.startEnv(env, d.logDir, fmt.Sprintf("%s-%d", g.name, i), addr.String())
+			r, err := startPoller(b.bin, []string{"run"}, env, d.logDir, fmt.Sprintf("%s-%d", g.name, i), addr.String())
 			if err != nil {
 				d.stop()
 				return nil, err
@@ -371,33 +368,14 @@ func (b *bench) startPerGroup(dbURL string, groups []*mgGroup, n int, o options)
 	return d, nil
 }
 
-// startEnv starts `poller run` with env, its output in logDir/name.log.
-func (b *bench) startEnv(env []string, logDir, name, addr string) (*replica, error) {
-	f, err := os.Create(filepath.Join(logDir, name+".log"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	p, err := harness.Start(harness.Spec{Name: name, Bin: b.bin, Args: []string{"run"}, Env: env, Stdout: f, Stderr: f})
-	if err != nil {
-		return nil, err
-	}
-	return &replica{Proc: p, addr: addr}, nil
-}
-
-func (d *deployment) stop() {
-	var wg sync.WaitGroup
-	for _, r := range d.replicas {
-		wg.Go(r.stop)
-	}
-	wg.Wait()
-}
+// stop stops every replica of the deployment, all at once.
+func (d *deployment) stop() { d.replicas.stop() }
 
 // ready waits until every replica answers /readyz with 200.
 func (d *deployment) ready(ctx context.Context) error {
 	for _, r := range d.replicas {
 		if err := harness.WaitFor(ctx, 2*time.Minute, r.Name()+" ready", func() bool {
-			return r.Exited() || readyz(r.addr)
+			return r.Exited() || answers200(ctx, "http://"+r.addr+"/readyz")
 		}); err != nil {
 			return fmt.Errorf("%w (logs in %s)", err, d.logDir)
 		}
@@ -408,96 +386,34 @@ func (d *deployment) ready(ctx context.Context) error {
 	return nil
 }
 
-// readyz says whether the replica at addr answers /readyz with 200.
-func readyz(addr string) bool {
-	client := http.Client{Timeout: 2 * time.Second}
-	resp, err := client.Get("http://" + addr + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
 // seenWatch notes, per group, the head-to-seen latency of every seen event
-// of a block this run's traffic sealed, as a LISTEN on burnpoller_events
-// and a read by seq observe it; from, when set, drops the events of blocks
-// sealed before it returns true for the group.
+// of a block this run's traffic sealed, as watchEvents reads them; count
+// says which of them a run keeps (the blocks sealed once it measures).
 type seenWatch struct {
 	mu  sync.Mutex
 	lat map[string][]float64
 }
 
-func (b *bench) watchSeen(ctx context.Context, dbURL string, groups []*mgGroup, count func(g *mgGroup, sealed time.Time) bool) (*seenWatch, *sync.WaitGroup, error) {
-	listen, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return nil, nil, err
-	}
-	reader, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		listen.Close(ctx)
-		return nil, nil, err
-	}
-	if err := harness.WaitFor(ctx, time.Minute, "LISTEN burnpoller_events", func() bool {
-		_, err := listen.Exec(ctx, "LISTEN burnpoller_events")
-		return err == nil
-	}); err != nil {
-		return nil, nil, err
-	}
+func watchSeen(ctx context.Context, dbURL string, groups []*mgGroup, count func(g *mgGroup, sealed time.Time) bool) (*seenWatch, func(), error) {
 	byKey := map[string]*mgGroup{}
 	for _, g := range groups {
 		byKey[fmt.Sprintf("%d/%s", g.node.n.chainID, strings.ToLower(g.c.burn.Hex()))] = g
 	}
 	w := &seenWatch{lat: map[string][]float64{}}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer listen.Close(context.WithoutCancel(ctx))
-		defer reader.Close(context.WithoutCancel(ctx))
-		var last int64
-		for {
-			if _, err := listen.WaitForNotification(ctx); err != nil {
-				return
-			}
-			at := time.Now()
-			rows, err := reader.Query(ctx, `SELECT seq, kind, chain_id, contract, block_number FROM payment_events WHERE seq > $1 ORDER BY seq`, last)
-			if err != nil {
-				return
-			}
-			for rows.Next() {
-				var (
-					seq, chainID, block int64
-					kind, contract      string
-				)
-				if rows.Scan(&seq, &kind, &chainID, &contract, &block) != nil {
-					continue
-				}
-				last = seq
-				g := byKey[fmt.Sprintf("%d/%s", chainID, contract)]
-				if kind != "seen" || g == nil {
-					continue
-				}
-				v, ok := g.node.sealed.Load(uint64(block))
-				if !ok || !count(g, v.(time.Time)) {
-					continue
-				}
-				w.mu.Lock()
-				w.lat[g.name] = append(w.lat[g.name], float64(at.Sub(v.(time.Time)).Milliseconds()))
-				w.mu.Unlock()
-			}
-			rows.Close()
+	wait, err := watchEvents(ctx, dbURL, func(e event, at time.Time) {
+		g := byKey[fmt.Sprintf("%d/%s", e.chainID, e.contract)]
+		if e.kind != "seen" || g == nil {
+			return
 		}
+		v, ok := g.node.sealed.Load(uint64(e.block))
+		if !ok || !count(g, v.(time.Time)) {
+			return
+		}
+		w.mu.Lock()
+		w.lat[g.name] = append(w.lat[g.name], float64(at.Sub(v.(time.Time)).Milliseconds()))
+		w.mu.Unlock()
 	})
-	return w, &wg, nil
-}
-
-// quantile is the q quantile of xs in ms (0 for none: JSON has no NaN).
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(q*float64(len(s))))]
+	return w, wait, err
 }
 
 // sampleConnections counts the pollers' sessions on dbName every 250 ms
@@ -530,19 +446,4 @@ func sampleConnections(ctx context.Context, admin, dbName string) (peak func() i
 	})
 	return func() int { mu.Lock(); defer mu.Unlock(); return top },
 		func() float64 { mu.Lock(); defer mu.Unlock(); return sum / float64(max(n, 1)) }, &samplesRun, nil
-}
-
-// rssMiB is p's resident memory now, in MiB.
-func rssMiB(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
