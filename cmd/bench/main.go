@@ -21,10 +21,11 @@
 // seen.go, idle.go, sparse.go, trust.go (receipts and quorum on and off),
 // realdense.go (the dense run on a real node), raw.go (the node's raw
 // ceilings), ponder.go (Ponder on the same chain), groups.go (many
-// groups), cost.go (what following a live chain costs at the provider,
-// beside Ponder), still.go (what a head standing still costs),
-// multigroup.go and multigroup_runs.go (many chains, one deployment) and
-// upgrade.go (a ledger of real size migrated while replicas record).
+// groups), cost.go and costfollowers.go (what following a live chain costs
+// at the provider, beside Ponder), still.go (what a head standing still
+// costs), multigroup.go, multigroup_runs.go and multigroup_deploy.go (many
+// chains, one deployment) and upgrade.go (a ledger of real size migrated
+// while replicas record).
 //
 // They share one harness: seed.go fills the simulated chain, node.go
 // starts a real node, rpcseed.go fills it over JSON-RPC and live.go keeps
