@@ -26,7 +26,7 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 		return CatchUp{}, err
 	}
 	defer dropDB(ctx, b.admin, name)
-	if err := b.migrate(ctx, dbURL); err != nil {
+	if err := migrate(ctx, b.bin, dbURL); err != nil {
 		return CatchUp{}, err
 	}
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -38,42 +38,13 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 	if err != nil {
 		return CatchUp{}, err
 	}
-	nodeCPU := -1.0
-	if b.node != nil {
-		nodeCPU = harness.CPUSeconds(b.node.proc.Pid())
-	}
+	nodeCPU := b.nodeCPU()
 	start := time.Now()
-	var replicas []*replica
-	defer func() {
-		for _, r := range replicas {
-			r.stop()
-		}
-	}()
-	for i := range n {
-		r, err := b.startReplica(dbURL, logDir, fmt.Sprintf("catchup-%d-%d", n, i), append([]string{"POLL_INTERVAL=200ms"}, extra...)...)
-		if err != nil {
-			return CatchUp{}, err
-		}
-		replicas = append(replicas, r)
+	replicas, err := b.startReplicas(n, dbURL, logDir, fmt.Sprintf("catchup-%d", n), append([]string{"POLL_INTERVAL=200ms"}, extra...)...)
+	if err != nil {
+		return CatchUp{}, err
 	}
-	if b.profile != "" {
-		pids := []int{}
-		for _, r := range replicas {
-			pids = append(pids, r.Pid())
-		}
-		if b.node != nil {
-			pids = append(pids, b.node.proc.Pid())
-		}
-		stop, err := perfRecord(b.profile, fmt.Sprintf("catchup-%s-%d", b.nodeKind(), time.Now().Unix()), pids...)
-		if err != nil {
-			return CatchUp{}, err
-		}
-		defer func() {
-			if err := stop(); err != nil {
-				b.log.Warn("profile", slog.Any("err", err))
-			}
-		}()
-	}
+	defer replicas.stop()
 	deadline := time.Now().Add(30 * time.Minute)
 	var firstCommit time.Duration
 	for c := cursorOf(ctx, conn); c < int64(target); c = cursorOf(ctx, conn) {
@@ -100,10 +71,7 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 	// Where the CPU went, read before anything stops: the replicas, the
 	// node, the database's backends. Others' work on the machine stretches
 	// the wall clock far more than these.
-	cu.CPUSeconds = map[string]float64{"postgres_backends": backendsCPU(ctx, conn)}
-	if b.node != nil && nodeCPU >= 0 {
-		cu.CPUSeconds["node"] = harness.CPUSeconds(b.node.proc.Pid()) - nodeCPU
-	}
+	cu.CPUSeconds = b.serverCPU(ctx, conn, nodeCPU)
 	for i, r := range replicas {
 		cu.CPUSeconds[fmt.Sprintf("replica-%d", i)] = harness.CPUSeconds(r.Pid())
 	}
@@ -128,6 +96,32 @@ func (b *bench) catchUp(ctx context.Context, target uint64, n int, kill bool, ex
 	return cu, nil
 }
 
+// fullCatchUp is catchUp of n replicas, checked: they recorded every one
+// of burns. what names the run in errors.
+func (b *bench) fullCatchUp(ctx context.Context, target uint64, n, burns int, what string, extra ...string) (CatchUp, error) {
+	cu, err := b.catchUp(ctx, target, n, false, extra...)
+	if err != nil {
+		return CatchUp{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if cu.Rows != burns {
+		return CatchUp{}, fmt.Errorf("%s recorded %d rows, want %d", what, cu.Rows, burns)
+	}
+	cu.BurnsPerSec = float64(burns) / cu.Seconds
+	return cu, nil
+}
+
+// timedCatchUp times one replica from an empty ledger to target with
+// extra settings and checks every burn is recorded.
+func (b *bench) timedCatchUp(ctx context.Context, target uint64, burns int, name string, extra ...string) (CatchUp, error) {
+	cu, err := b.fullCatchUp(ctx, target, 1, burns, "catch-up, "+name, extra...)
+	if err != nil {
+		return CatchUp{}, err
+	}
+	b.log.Info("catch-up", slog.String("setting", name), slog.Float64("burns_per_second", cu.BurnsPerSec),
+		slog.Any("calls", cu.CallsByMethod), slog.Any("rss_mib", cu.PeakRSSMiB))
+	return cu, nil
+}
+
 // failover SIGKILLs holder and returns the milliseconds until another of
 // replicas holds the lock. It scrapes without pause: the hand-over takes
 // milliseconds.
@@ -142,14 +136,4 @@ func failover(ctx context.Context, holder *replica, replicas []*replica) (float6
 		}
 	}
 	return 0, errors.New("no standby took the lock within a minute")
-}
-
-// cursorOf is the highest last_processed_block in block_cursors; -2 while
-// there is none or it cannot be read.
-func cursorOf(ctx context.Context, conn *pgx.Conn) int64 {
-	var n int64
-	if err := conn.QueryRow(ctx, `SELECT coalesce(max(last_processed_block), -2) FROM block_cursors`).Scan(&n); err != nil {
-		return -2
-	}
-	return n
 }

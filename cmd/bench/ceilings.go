@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/chain"
-	"github.com/burnpoller/burnpoller/db/migrations"
 	"github.com/burnpoller/burnpoller/devchain"
 )
 
@@ -31,22 +30,39 @@ func (*endpointsCounter) Lagging(string, int64)     {}
 func (*endpointsCounter) RangeLimit(string, uint64) {}
 func (*endpointsCounter) Active(string)             {}
 
+// ceilingEndpoints reads the node at info as the poller does: its endpoint
+// logic, the default MAX_BLOCK_RANGE, the finalized target; counter, when
+// not nil, hears every call.
+func ceilingEndpoints(ctx context.Context, info devchain.Info, counter *endpointsCounter) (*chain.Endpoints, error) {
+	opts := chain.Options{Timeout: time.Minute}
+	var obs chain.EndpointsObserver
+	if counter != nil {
+		opts.Observer, obs = counter, counter
+	}
+	cl, err := chain.Dial(ctx, info.RPCURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	eps := chain.NewEndpoints([]*chain.Client{cl}, chain.EndpointsConfig{
+		ChainID: info.ChainID, Finality: chain.FinalityFinalized, MaxRange: 2000,
+	}, obs, slog.New(slog.DiscardHandler))
+	if _, err := eps.Target(ctx); err != nil {
+		eps.Close()
+		return nil, err
+	}
+	return eps, nil
+}
+
 // nodeCeiling reads every burn up to target as the poller does (same
 // endpoint logic, default MAX_BLOCK_RANGE), decodes it and stores nothing
 // but the rows for the Postgres ceiling, which are not timed.
 func nodeCeiling(ctx context.Context, info devchain.Info, target uint64) ([][]any, []common.Hash, Rate, error) {
 	counter := &endpointsCounter{}
-	cl, err := chain.Dial(ctx, info.RPCURL, chain.Options{Timeout: time.Minute, Observer: counter})
+	eps, err := ceilingEndpoints(ctx, info, counter)
 	if err != nil {
 		return nil, nil, Rate{}, err
 	}
-	eps := chain.NewEndpoints([]*chain.Client{cl}, chain.EndpointsConfig{
-		ChainID: info.ChainID, Finality: chain.FinalityFinalized, MaxRange: 2000,
-	}, counter, slog.New(slog.DiscardHandler))
 	defer eps.Close()
-	if _, err := eps.Target(ctx); err != nil {
-		return nil, nil, Rate{}, err
-	}
 	var (
 		rows    [][]any
 		blocks  []common.Hash
@@ -112,14 +128,7 @@ func pgCeiling(ctx context.Context, admin string, rows [][]any) (Rate, error) {
 		return Rate{}, err
 	}
 	defer done()
-	start := time.Now()
-	// COPY wants numeric amounts as values pgx can encode; decimal text casts.
-	n, err := conn.CopyFrom(ctx, pgx.Identifier{"payments"}, payCols, pgx.CopyFromRows(rows))
-	if err != nil {
-		return Rate{}, err
-	}
-	took := time.Since(start)
-	return Rate{Items: int(n), Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}, nil
+	return copyRate(ctx, conn, "payments", payCols, rows)
 }
 
 // sharedCeiling fetches every burn as nodeCeiling does and COPYs each range
@@ -131,17 +140,11 @@ func sharedCeiling(ctx context.Context, admin string, info devchain.Info, target
 		return Rate{}, err
 	}
 	defer done()
-	cl, err := chain.Dial(ctx, info.RPCURL, chain.Options{Timeout: time.Minute})
+	eps, err := ceilingEndpoints(ctx, info, nil)
 	if err != nil {
 		return Rate{}, err
 	}
-	eps := chain.NewEndpoints([]*chain.Client{cl}, chain.EndpointsConfig{
-		ChainID: info.ChainID, Finality: chain.FinalityFinalized, MaxRange: 2000,
-	}, nil, slog.New(slog.DiscardHandler))
 	defer eps.Close()
-	if _, err := eps.Target(ctx); err != nil {
-		return Rate{}, err
-	}
 	type chunk struct {
 		rows [][]any
 		err  error
@@ -188,30 +191,6 @@ func appendRows(rows [][]any, chainID uint64, burns []chain.Burn) [][]any {
 	return rows
 }
 
-// migratedDB creates the database name afresh on admin, migrates it and
-// returns a connection to it; done closes the connection and drops the
-// database.
-func migratedDB(ctx context.Context, admin, name string) (*pgx.Conn, func(), error) {
-	dbURL, err := freshDB(ctx, admin, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		dropDB(ctx, admin, name)
-		return nil, nil, err
-	}
-	done := func() {
-		conn.Close(ctx)
-		dropDB(ctx, admin, name)
-	}
-	if _, err := migrations.Migrate(ctx, conn); err != nil {
-		done()
-		return nil, nil, err
-	}
-	return conn, done, nil
-}
-
 // copyCeilings COPYs rows into the payments table of a fresh, migrated
 // database, then one confirmed event per row into payment_events, and
 // times each: what Postgres does for the rows the default settings write,
@@ -222,20 +201,25 @@ func copyCeilings(ctx context.Context, admin string, rows [][]any) (payments, ev
 		return Rate{}, Rate{}, err
 	}
 	defer done()
-	start := time.Now()
-	n, err := conn.CopyFrom(ctx, pgx.Identifier{"payments"}, payCols, pgx.CopyFromRows(rows))
-	if err != nil {
+	if payments, err = copyRate(ctx, conn, "payments", payCols, rows); err != nil {
 		return Rate{}, Rate{}, err
+	}
+	if events, err = copyRate(ctx, conn, "payment_events", eventCols, eventRows(rows)); err != nil {
+		return Rate{}, Rate{}, err
+	}
+	return payments, events, nil
+}
+
+// copyRate COPYs rows into table's cols on conn and times it. (COPY wants
+// numeric amounts as values pgx can encode; decimal text casts.)
+func copyRate(ctx context.Context, conn *pgx.Conn, table string, cols []string, rows [][]any) (Rate, error) {
+	start := time.Now()
+	n, err := conn.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
+	if err != nil {
+		return Rate{}, err
 	}
 	took := time.Since(start)
-	payments = Rate{Items: int(n), Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}
-	evs := eventRows(rows)
-	start = time.Now()
-	if n, err = conn.CopyFrom(ctx, pgx.Identifier{"payment_events"}, eventCols, pgx.CopyFromRows(evs)); err != nil {
-		return Rate{}, Rate{}, err
-	}
-	took = time.Since(start)
-	return payments, Rate{Items: int(n), Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}, nil
+	return Rate{Items: int(n), Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}, nil
 }
 
 // eventCols are the payment_events columns COPY fills.

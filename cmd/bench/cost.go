@@ -7,24 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/common/hexutil"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/devchain"
 	"github.com/burnpoller/burnpoller/internal/harness"
-	"github.com/burnpoller/burnpoller/internal/rpcfault"
-	"github.com/burnpoller/burnpoller/internal/tcpfault"
 )
 
 // costChain is a live chain the cost phase follows: a real node sealing a
@@ -124,48 +114,6 @@ type CostSubject struct {
 	Cursor   int64 `json:"cursor_at_end,omitempty"`
 }
 
-// costSubject is a follower to run on a cost chain.
-type costSubject struct {
-	name     string
-	settings []string
-	replicas int
-	// endpoints is how many RPC_URL entries (counting proxies to the one
-	// node) it gets: 2 for RPC_QUORUM=2.
-	endpoints int
-	ws        bool
-	ponder    bool
-	// bin, when set, is the poller binary to run (-cost-compare).
-	bin string
-}
-
-// costSubjects are the followers of every cost chain: burnpoller's defaults
-// with one and three replicas and with RPC_WS_URL, then (settings) one
-// setting changed at a time, and Ponder when its project is given.
-func costSubjects(settings, ponder bool, compare []string) []costSubject {
-	var out []costSubject
-	for _, nb := range compare {
-		name, bin, _ := strings.Cut(nb, "=")
-		out = append(out, costSubject{name: "poller " + name + ", defaults, 1 replica", replicas: 1, bin: bin})
-	}
-	out = append(out, []costSubject{
-		{name: "burnpoller, defaults, 1 replica", replicas: 1},
-		{name: "burnpoller, defaults, 3 replicas", replicas: 3},
-		{name: "burnpoller, RPC_WS_URL", replicas: 1, ws: true},
-	}...)
-	if settings {
-		out = append(out,
-			costSubject{name: "burnpoller, POLL_INTERVAL=1s", replicas: 1, settings: []string{"POLL_INTERVAL=1s"}},
-			costSubject{name: "burnpoller, PENDING=false", replicas: 1, settings: []string{"PENDING=false"}},
-			costSubject{name: "burnpoller, VERIFY_RECEIPTS=false", replicas: 1, settings: []string{"VERIFY_RECEIPTS=false"}},
-			costSubject{name: "burnpoller, RPC_QUORUM=2 (two endpoints)", replicas: 1, endpoints: 2, settings: []string{"RPC_QUORUM=2"}},
-		)
-	}
-	if ponder {
-		out = append(out, costSubject{name: "Ponder " + ponderVersion + " (polls every 1 s)", ponder: true})
-	}
-	return out
-}
-
 // costPhase follows each chain of o.costChains and counts what every
 // subject asks of the node.
 func (b *bench) costPhase(ctx context.Context, o options) ([]*Cost, error) {
@@ -198,57 +146,6 @@ func (b *bench) costPhase(ctx context.Context, o options) ([]*Cost, error) {
 	return out, nil
 }
 
-// follower is one running subject and its counters.
-type follower struct {
-	spec     costSubject
-	proxies  []*rpcfault.Proxy
-	ws       *tcpfault.Proxy
-	replicas []*replica
-	ponder   *ponderProc
-	db       string
-	dbURL    string
-}
-
-func (f *follower) close(ctx context.Context, admin string) {
-	for _, r := range f.replicas {
-		r.stop()
-	}
-	if f.ponder != nil {
-		f.ponder.stop()
-	}
-	for _, p := range f.proxies {
-		_ = p.Close()
-	}
-	if f.ws != nil {
-		_ = f.ws.Close()
-	}
-	dropDB(ctx, admin, f.db)
-}
-
-// traffic is a follower's counters at one moment.
-type traffic struct {
-	calls    map[string]float64
-	requests float64
-	bytes    float64
-	ws       float64
-}
-
-func (f *follower) traffic() traffic {
-	t := traffic{calls: map[string]float64{}}
-	for _, p := range f.proxies {
-		s := p.Stats()
-		for m, n := range s.Calls {
-			t.calls[m] += float64(n)
-		}
-		t.requests += float64(s.Requests)
-		t.bytes += float64(s.ResponseBytes)
-	}
-	if f.ws != nil {
-		t.ws = float64(f.ws.BytesToClients())
-	}
-	return t
-}
-
 // costRun starts a node sealing every spec.BlockTime, the subjects, and a
 // trickle of burns; once every subject follows the chain it counts their
 // calls over the window.
@@ -259,29 +156,12 @@ func (b *bench) costRun(ctx context.Context, o options, name string, spec costCh
 	}
 	res := &Cost{Chain: name, Node: spec.Node, Finality: spec.Finality, BlockTimeS: spec.BlockTime.Seconds(),
 		BurnEveryS: spec.BurnEvery.Seconds(), Weights: weights, WSByteCU: wsByteWeight, Load: loadAverage()}
-	n, err := startNode(ctx, spec.Node, bin, nodeOptions{blockTime: spec.BlockTime, slots: costSlots})
+	l, err := startLiveChain(ctx, spec.Node, bin, nodeOptions{blockTime: spec.BlockTime, slots: costSlots}, 4*costSlots)
 	if err != nil {
 		return nil, err
 	}
-	defer n.close()
-	if spec.Node == nodeAnvil {
-		// A history for the finalized block to stand on.
-		if err := n.rpc.CallContext(ctx, nil, "anvil_mine", hexutil.Uint64(4*costSlots)); err != nil {
-			return nil, err
-		}
-	}
-	s, err := newSeeder(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	contracts, err := s.deployBurner(ctx)
-	if err != nil {
-		return nil, err
-	}
-	final, err := finalized(ctx, n.url)
-	if err != nil {
-		return nil, err
-	}
+	defer l.n.close()
+	n, s, contracts, final := l.n, l.s, l.contracts, l.final
 	b.info = devchain.Info{RPCURL: n.url, ChainID: n.chainID, BurnContract: contracts.burn}
 	start := []string{"START_BLOCK=" + strconv.FormatUint(final+1, 10)}
 
@@ -315,41 +195,15 @@ func (b *bench) costRun(ctx context.Context, o options, name string, spec costCh
 	}
 
 	// A burn every spec.BurnEvery, sealed by the node's own clock.
-	trickle, stopTrickle := context.WithCancel(ctx)
-	var (
-		wg    sync.WaitGroup
-		sent  atomic.Int64
-		first = make(chan common.Hash, 1)
-	)
-	defer func() { stopTrickle(); wg.Wait() }()
-	wg.Go(func() {
-		t := time.NewTicker(spec.BurnEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-trickle.Done():
-				return
-			case <-t.C:
-			}
-			tx, err := s.sendBurn(trickle, contracts)
-			if err != nil {
-				if trickle.Err() == nil {
-					b.log.Warn("sending a burn", slog.Any("err", err))
-				}
-				continue
-			}
-			if sent.Add(1) == 1 {
-				first <- tx
-			}
-		}
-	})
+	burns := s.trickle(ctx, contracts, spec.BurnEvery, b.log)
+	defer burns.stop()
 
 	if err := b.waitFollowing(ctx, followers); err != nil {
 		return nil, err
 	}
 	// The steady state: burns seen at the head and confirmed at finality
 	// alike, so the first one sent must be final.
-	firstTx := <-first
+	firstTx := <-burns.first
 	r, err := s.receipt(ctx, firstTx)
 	if err != nil {
 		return nil, fmt.Errorf("the first burn: %w", err)
@@ -364,26 +218,20 @@ func (b *bench) costRun(ctx context.Context, o options, name string, spec costCh
 	time.Sleep(2 * spec.BlockTime)
 	window := max(o.costWindow, time.Duration(o.costMinBlocks)*spec.BlockTime)
 	b.log.Info("counting", slog.String("chain", name), slog.Duration("window", window), slog.Int("subjects", len(followers)))
-	before := make([]traffic, len(followers))
-	for i, f := range followers {
-		before[i] = f.traffic()
-	}
+	before := trafficOf(followers)
 	fromBlock, err := n.eth.BlockNumber(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sentBefore := sent.Load()
+	sentBefore := burns.sent.Load()
 	began := time.Now()
 	time.Sleep(window)
-	after := make([]traffic, len(followers))
-	for i, f := range followers {
-		after[i] = f.traffic()
-	}
+	after := trafficOf(followers)
 	toBlock, err := n.eth.BlockNumber(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res.WindowS, res.Blocks, res.Burns = time.Since(began).Seconds(), toBlock-fromBlock, int(sent.Load()-sentBefore)
+	res.WindowS, res.Blocks, res.Burns = time.Since(began).Seconds(), toBlock-fromBlock, int(burns.sent.Load()-sentBefore)
 	if res.Blocks == 0 {
 		return nil, errors.New("no block sealed in the window")
 	}
@@ -391,33 +239,7 @@ func (b *bench) costRun(ctx context.Context, o options, name string, spec costCh
 	var ponderCU float64
 	for i, f := range followers {
 		sub := f.spec
-		c := &CostSubject{Name: sub.name, Settings: sub.settings, Replicas: sub.replicas, Calls: map[string]float64{},
-			CUByMethodPerBlock: map[string]float64{}, CallsByMethodPerBlk: map[string]float64{}}
-		blocks := float64(res.Blocks)
-		for m, v := range after[i].calls {
-			d := v - before[i].calls[m]
-			if d <= 0 {
-				continue
-			}
-			c.Calls[m] = d
-			c.CallsPerBlock += d / blocks
-			c.CallsByMethodPerBlk[m] = d / blocks
-			w, ok := weights[m]
-			if !ok {
-				c.Unweighted = append(c.Unweighted, m)
-			}
-			c.CUByMethodPerBlock[m] = w * d / blocks
-			c.CUPerBlock += w * d / blocks
-		}
-		slices.Sort(c.Unweighted)
-		c.Requests = after[i].requests - before[i].requests
-		c.ResponseBytes = after[i].bytes - before[i].bytes
-		c.WSBytes = after[i].ws - before[i].ws
-		c.RequestsPerBlock, c.BytesPerBlock, c.WSBytesPerBlock = c.Requests/blocks, c.ResponseBytes/blocks, c.WSBytes/blocks
-		if c.WSBytes > 0 {
-			c.CUByMethodPerBlock["websocket bytes"] = wsByteWeight * c.WSBytesPerBlock
-			c.CUPerBlock += wsByteWeight * c.WSBytesPerBlock
-		}
+		c := subjectCost(sub, before[i], after[i], float64(res.Blocks), weights)
 		c.CUPer30Days = c.CUPerBlock * perMonth
 		if c.Recorded, c.Cursor, err = f.recorded(ctx); err != nil {
 			return nil, fmt.Errorf("%s: %w", sub.name, err)
@@ -437,128 +259,6 @@ func (b *bench) costRun(ctx context.Context, o options, name string, spec costCh
 		}
 	}
 	return res, nil
-}
-
-// startFollower starts subject sub (the i-th) on node n, each endpoint
-// behind its own counting proxy, on a fresh database.
-func (b *bench) startFollower(ctx context.Context, o options, n *realNode, sub costSubject, i int, logDir string, start []string) (*follower, error) {
-	f := &follower{spec: sub, db: fmt.Sprintf("bench_cost_%d", i)}
-	var err error
-	if f.dbURL, err = freshDB(ctx, b.admin, f.db); err != nil {
-		return nil, err
-	}
-	var urls []string
-	for range max(1, sub.endpoints) {
-		p, err := rpcfault.Start(n.url)
-		if err != nil {
-			f.close(ctx, b.admin)
-			return nil, err
-		}
-		f.proxies = append(f.proxies, p)
-		urls = append(urls, p.URL)
-	}
-	if sub.ponder {
-		dir, err := filepath.Abs(o.ponder)
-		if err == nil {
-			err = ponderProject(ctx, dir)
-		}
-		if err == nil {
-			f.ponder, err = startPonder(dir, f.dbURL, urls[0], n.chainID, b.info.BurnContract)
-		}
-		if err != nil {
-			f.close(ctx, b.admin)
-			return nil, err
-		}
-		return f, nil
-	}
-	env := slices.Concat(start, sub.settings)
-	if sub.ws {
-		if f.ws, err = tcpfault.Start(strings.TrimPrefix(n.wsURL, "ws://")); err != nil {
-			f.close(ctx, b.admin)
-			return nil, err
-		}
-		env = append(env, "RPC_WS_URL=ws://"+f.ws.Addr())
-	}
-	for r := range sub.replicas {
-		rep, err := b.startBinary(cmp.Or(sub.bin, b.bin), strings.Join(urls, ","), b.info.BurnContract, f.dbURL, logDir,
-			fmt.Sprintf("cost-%d-%d", i, r), env...)
-		if err != nil {
-			f.close(ctx, b.admin)
-			return nil, err
-		}
-		f.replicas = append(f.replicas, rep)
-	}
-	return f, nil
-}
-
-// waitFollowing waits until every replica has polled (committed, idle or
-// standby) and Ponder says its historical sync is done (/ready).
-func (b *bench) waitFollowing(ctx context.Context, followers []*follower) error {
-	return harness.WaitFor(ctx, 5*time.Minute, "every subject following the chain", func() bool {
-		for _, f := range followers {
-			if f.ponder != nil {
-				if f.ponder.proc.Exited() {
-					return true // reported below
-				}
-				if !ponderReady(ctx, f.ponder.addr) {
-					return false
-				}
-			}
-			for _, r := range f.replicas {
-				if !polled(ctx, r) {
-					return false
-				}
-			}
-		}
-		return true
-	})
-}
-
-// ponderReady says Ponder at addr answers /ready with 200.
-func ponderReady(ctx context.Context, addr string) bool {
-	rctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+addr+"/ready", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// recorded counts what the follower recorded (its payments and pending
-// payments, or Ponder's rows) and where its cursor stands.
-func (f *follower) recorded(ctx context.Context) (n int, cursor int64, err error) {
-	conn, err := pgx.Connect(ctx, f.dbURL)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer conn.Close(ctx)
-	if f.ponder != nil {
-		err := conn.QueryRow(ctx, `SELECT count(*) FROM bench.burn`).Scan(&n)
-		return n, 0, err
-	}
-	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM payments) + (SELECT count(*) FROM pending_payments),
-		(SELECT max(last_processed_block) FROM block_cursors)`).Scan(&n, &cursor)
-	return n, cursor, err
-}
-
-// sendBurn sends one burn through contracts with the next nonce, for the
-// node to seal on its own clock, and returns its hash.
-func (s *seeder) sendBurn(ctx context.Context, contracts burnContracts) (common.Hash, error) {
-	tx, err := s.burnTx(contracts.batch, 1)
-	if err != nil {
-		return common.Hash{}, err
-	}
-	raw, err := tx.MarshalBinary()
-	if err != nil {
-		return common.Hash{}, err
-	}
-	return tx.Hash(), s.n.rpc.CallContext(ctx, nil, "eth_sendRawTransaction", hexutil.Bytes(raw))
 }
 
 // costSummary is the cost phase as text: per chain, each subject's calls,

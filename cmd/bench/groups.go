@@ -161,7 +161,7 @@ func (b *bench) groupRun(ctx context.Context, contracts []burnContracts, first i
 		return GroupRun{}, err
 	}
 	defer conn.Close(ctx)
-	if err := b.migrate(ctx, dbURL); err != nil {
+	if err := migrate(ctx, b.bin, dbURL); err != nil {
 		return GroupRun{}, err
 	}
 	logDir, err := os.MkdirTemp("", "bench-groups-")
@@ -169,22 +169,17 @@ func (b *bench) groupRun(ctx context.Context, contracts []burnContracts, first i
 		return GroupRun{}, err
 	}
 	var (
-		replicas []*replica
+		replicas replicaSet
 		proxies  []*rpcfault.Proxy
 	)
 	defer func() {
-		for _, r := range replicas {
-			r.stop()
-		}
+		replicas.stop()
 		for _, p := range proxies {
 			_ = p.Close()
 		}
 	}()
 	ids := make([]string, len(contracts))
-	nodeCPU := -1.0
-	if b.node != nil {
-		nodeCPU = harness.CPUSeconds(b.node.proc.Pid())
-	}
+	nodeCPU := b.nodeCPU()
 	// The bench's own CPU: the latency proxies (which decode and re-encode
 	// every reply to cap eth_getLogs) and the sampling of the cursors.
 	benchCPU := harness.CPUSeconds(os.Getpid())
@@ -239,10 +234,7 @@ func (b *bench) groupRun(ctx context.Context, contracts []burnContracts, first i
 			return GroupRun{}, fmt.Errorf("group %s recorded %d payments, want %d", ids[i], n, burns)
 		}
 	}
-	run.CPUSeconds = map[string]float64{"postgres_backends": backendsCPU(ctx, conn)}
-	if nodeCPU >= 0 {
-		run.CPUSeconds["node"] = harness.CPUSeconds(b.node.proc.Pid()) - nodeCPU
-	}
+	run.CPUSeconds = b.serverCPU(ctx, conn, nodeCPU)
 	for _, r := range replicas {
 		run.CPUSeconds["pollers"] += harness.CPUSeconds(r.Pid())
 	}
@@ -253,26 +245,6 @@ func (b *bench) groupRun(ctx context.Context, contracts []burnContracts, first i
 	run.BurnsPerSec = float64(burns*len(contracts)) / slices.Max(run.Seconds)
 	_ = os.RemoveAll(logDir)
 	return run, nil
-}
-
-// groupCursors reads every cursor of the database by id.
-func groupCursors(ctx context.Context, conn *pgx.Conn) (map[string]int64, error) {
-	rows, err := conn.Query(ctx, `SELECT id, last_processed_block FROM block_cursors`)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]int64{}
-	for rows.Next() {
-		var (
-			id string
-			n  int64
-		)
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, err
-		}
-		out[id] = n
-	}
-	return out, rows.Err()
 }
 
 // parseCounts reads "1,2,4,8".

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -25,27 +23,6 @@ type Idle struct {
 	CallsPerBlock float64 `json:"calls_per_block"`
 	// PerHourByMethod is calls per hour, by JSON-RPC method.
 	PerHourByMethod map[string]float64 `json:"calls_per_hour_by_method"`
-}
-
-// rpcCalls sums burnpoller_rpc_requests_total over replicas by method,
-// every method and result.
-func rpcCalls(ctx context.Context, replicas []*replica) (map[string]float64, error) {
-	return sumBy(ctx, replicas, "burnpoller_rpc_requests_total")
-}
-
-// sumBy sums metric over replicas by its method label.
-func sumBy(ctx context.Context, replicas []*replica, metric string) (map[string]float64, error) {
-	out := map[string]float64{}
-	for _, r := range replicas {
-		m, err := harness.ScrapeBy(ctx, r.addr, metric, "method")
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range m {
-			out[k] += v
-		}
-	}
-	return out, nil
 }
 
 // idlePhase counts the RPC calls of 1 and 3 replicas, polling and with
@@ -71,53 +48,24 @@ func (b *bench) idlePhase(ctx context.Context, o options) ([]*Idle, error) {
 }
 
 func (b *bench) idleRun(ctx context.Context, o options, n int, ws bool) (*Idle, error) {
-	name := "bench_idle"
-	dbURL, err := freshDB(ctx, b.admin, name)
+	run, err := b.liveRun(ctx, "bench_idle", ws)
 	if err != nil {
 		return nil, err
 	}
-	defer dropDB(ctx, b.admin, name)
-	head, err := b.chain.Client().BlockNumber(ctx)
+	defer run.done()
+	replicas, err := b.startReplicas(n, run.dbURL, run.logDir, "idle", run.env...)
 	if err != nil {
 		return nil, err
 	}
-	env := []string{"START_BLOCK=" + strconv.FormatUint(head+1, 10)}
-	if ws {
-		env = append(env, "RPC_WS_URL="+b.info.WSURL)
-	}
-	logDir, err := os.MkdirTemp("", "bench-idle-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(logDir)
-	var replicas []*replica
-	defer func() {
-		for _, r := range replicas {
-			r.stop()
-		}
-	}()
-	for i := range n {
-		r, err := b.startReplica(dbURL, logDir, fmt.Sprintf("idle-%d", i), env...)
-		if err != nil {
-			return nil, err
-		}
-		replicas = append(replicas, r)
-	}
+	defer replicas.stop()
 	sealCtx, stopSealing := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stopSealing(); wg.Wait() }()
-	wg.Go(func() { b.seal(sealCtx, o.idleBlockTime) })
+	wg.Go(func() { each(sealCtx, o.idleBlockTime, func() { b.chain.Seal() }) })
 	// Caught up: every replica has completed a poll (the holder: committed
 	// or idle) or found the lock held (a standby), and the start-up calls
 	// are behind.
-	if err := harness.WaitFor(ctx, time.Minute, "every replica polling", func() bool {
-		for _, r := range replicas {
-			if !polled(ctx, r) {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
+	if err := harness.WaitFor(ctx, time.Minute, "every replica polling", func() bool { return allPolled(ctx, replicas) }); err != nil {
 		return nil, err
 	}
 	time.Sleep(2 * o.idleBlockTime)

@@ -13,31 +13,38 @@
 // Postgres comes from -database (an admin URL); each phase uses a fresh
 // database on it.
 //
-// Each phase lives in its own file: ceilings.go (node, Postgres, both
-// together), catchup.go (1 and 3 replicas, failover under load),
-// backfill.go, steady.go and latency.go (head-to-row latency, failover when
-// caught up), seen.go, idle.go, sparse.go, trust.go (receipts and quorum on
-// and off), realdense.go (the dense run on a real node), rawreceipts.go
-// (its receipts ceiling), ponder.go (Ponder on the same chain) and
-// groups.go (many groups), cost.go (what following a live chain costs at
-// the provider, beside Ponder), still.go (what a head standing still
-// costs), multigroup.go (many chains, one deployment). seed.go fills the simulated chain, node.go starts
-// a real node and rpcseed.go fills it over JSON-RPC; replicas.go starts and
-// scrapes the poller processes (through internal/harness, as the
-// integration tests do), cpu.go and profile.go read where the CPU went,
-// results.go and summary.go are the JSON document and its short text.
+// It is the tool behind `make bench-*` (docs/benchmarks.md names each
+// target's phase). Each phase lives in its own file: sim.go (`make bench`,
+// every phase on sim), ceilings.go (node, Postgres, both together),
+// catchup.go (1 and 3 replicas, failover under load), backfill.go,
+// steady.go and latency.go (head-to-row latency, failover when caught up),
+// seen.go, idle.go, sparse.go, trust.go (receipts and quorum on and off),
+// realdense.go (the dense run on a real node), raw.go (the node's raw
+// ceilings), ponder.go (Ponder on the same chain), groups.go (many
+// groups), cost.go and costfollowers.go (what following a live chain costs
+// at the provider, beside Ponder), still.go (what a head standing still
+// costs), multigroup.go, multigroup_runs.go and multigroup_deploy.go (many
+// chains, one deployment) and upgrade.go (a ledger of real size migrated
+// while replicas record).
+//
+// They share one harness: seed.go fills the simulated chain, node.go
+// starts a real node, rpcseed.go fills it over JSON-RPC and live.go keeps
+// burns trickling into one sealing on its own clock; databases.go makes
+// each run's database; replicas.go starts and scrapes the poller processes
+// (through internal/harness, as the integration tests do); events.go reads
+// payment_events as a consumer does; sampling.go reads where the CPU and
+// memory went; results.go and summary.go are the JSON document and its
+// short text.
 package main
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -64,7 +71,6 @@ type options struct {
 	sparseOnly    bool
 	sparseNode    string
 	sparseRuns    int
-	sparseLogs    string
 	anvil         string
 	sparseBlocks  uint64
 	sparseBurns   int
@@ -82,11 +88,8 @@ type options struct {
 	shapes     string
 	geth       string
 	ponder     string
-	profileDir string
 	summary    bool
-	seedOnly   bool
 	pollerBin  string
-	compare    string
 	// Many groups on one database (groups.go).
 	groupsOnly    bool
 	groupCounts   string
@@ -137,7 +140,6 @@ func main() {
 	flag.BoolVar(&o.sparseOnly, "sparse-only", false, "run only the sparse first sync: a provider-like proxy, one replica")
 	flag.StringVar(&o.sparseNode, "sparse-node", "sim", "the sparse chain's node: sim (go-ethereum's simulated backend, as devchain) or anvil (-anvil)")
 	flag.IntVar(&o.sparseRuns, "sparse-runs", 1, "first syncs timed on the one seeded sparse chain, per setting")
-	flag.StringVar(&o.sparseLogs, "sparse-logs", "", "keep the sparse runs' poller logs in this directory")
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "length of each idle RPC-call window (1 and 3 replicas, with and without RPC_WS_URL; 0 skips them)")
 	flag.BoolVar(&o.idleOnly, "idle-only", false, "run only the idle RPC-call phase (no seeding)")
 	flag.DurationVar(&o.idleBlockTime, "idle-block-time", 2*time.Second, "block time while idle")
@@ -152,11 +154,8 @@ func main() {
 	flag.StringVar(&o.shapes, "shape", shapeEven, "with a real node: the dense chains' shapes, comma-separated: even (-per-tx × -txs-per-block burns in every block) or uneven (blocks of 100 to 3,100 burns, as users' chains: issue 30)")
 	flag.StringVar(&o.geth, "geth", "bin/tools/geth-"+gethVersion+"/geth", "the geth binary (go install github.com/ethereum/go-ethereum/cmd/geth@"+gethVersion+")")
 	flag.StringVar(&o.ponder, "ponder", "", "with a real node: also time Ponder on the same chain, its project (npm install done) in this directory")
-	flag.StringVar(&o.profileDir, "profile", "", "with a real node: perf record the default catch-up (poller and node) into this directory")
 	flag.BoolVar(&o.summary, "summary", false, "print a short table of the real-node runs instead of the JSON (which -out still writes)")
 	flag.StringVar(&o.pollerBin, "poller", "", "a poller binary to run instead of building this tree's (paired runs: the code before a change against after)")
-	flag.StringVar(&o.compare, "compare", "", "with -sparse-only: pair each sparse run with one of this poller binary, on the same chain")
-	flag.BoolVar(&o.seedOnly, "seed-only", false, "with a real node (or -sparse-only, behind the runs' proxy): seed it, print how to reach it, and keep it running until Ctrl-C (for runs by hand)")
 	flag.BoolVar(&o.groupsOnly, "groups-only", false, "run only the many-groups phase: groups catching up together on one database, each against its time alone")
 	flag.StringVar(&o.groupCounts, "groups", "1,2,4,8", "group counts of the many-groups phase")
 	flag.IntVar(&o.groupBurns, "group-burns", 3000, "burns per group")
@@ -187,7 +186,7 @@ func main() {
 	flag.IntVar(&o.upgradePayments, "upgrade-payments", 1_000_000, "upgrade: payments seeded, each with its event and a delivered webhook")
 	flag.StringVar(&o.upgradeHook, "upgrade-hook", "SELECT pg_sleep(0.02)", "upgrade: the replicas' PAYMENT_HOOK_SQL, which each migration waits to find running (the default: range transactions of a few hundred ms, each payment credited in 20 ms)")
 	flag.Parse()
-	real := o.denseNodes != nodeSim || o.groupsOnly || o.costOnly || o.multiGroupOnly || o.upgradeOnly
+	real := o.realNodes()
 	if o.perTx == 0 {
 		o.perTx = map[bool]int{false: 250, true: 100}[real]
 	}
@@ -230,10 +229,8 @@ type bench struct {
 	info     devchain.Info
 	extraEnv []string // -poller-env
 	log      *slog.Logger
-	// node is the real node a dense run reads, if any; profile, when set,
-	// is where catch-up records its perf profile.
-	node    *realNode
-	profile string
+	// node is the real node a dense run reads, if any.
+	node *realNode
 	// groupCap is the many-groups latency proxy's eth_getLogs cap.
 	groupCap uint64
 }
@@ -252,9 +249,17 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 			return nil, err
 		}
 	}
-
-	if o.denseNodes != nodeSim || o.groupsOnly || o.costOnly || o.multiGroupOnly || o.upgradeOnly {
-		return runReal(ctx, o, log, res, bin)
+	b := &bench{admin: o.database, bin: bin, log: log}
+	if o.pollerEnv != "" {
+		b.extraEnv = strings.Split(o.pollerEnv, ",")
+	}
+	// The phases on nodes of their own processes, which start them.
+	if p := o.alone(true, res); p != nil {
+		res.Burns = 0
+		return res, p.run(ctx, b)
+	}
+	if o.denseNodes != nodeSim {
+		return res, b.denseRuns(ctx, o, res)
 	}
 	// The chain: seeded in-process, sealed by this program.
 	res.Node = nodeSim
@@ -263,212 +268,54 @@ func run(ctx context.Context, o options, log *slog.Logger) (*Results, error) {
 		return nil, err
 	}
 	defer c.Close()
-	b := &bench{admin: o.database, bin: bin, chain: c, info: c.Info(), log: log}
-	if o.pollerEnv != "" {
-		b.extraEnv = strings.Split(o.pollerEnv, ",")
-	}
-	if o.seenOnly {
+	b.chain, b.info = c, c.Info()
+	if p := o.alone(false, res); p != nil {
 		res.Burns = 0
-		return res, b.seenPhases(ctx, o, res)
+		return res, p.run(ctx, b)
 	}
-	if o.sparseOnly {
-		res.Burns = 0
-		res.SparseFloor, res.Sparse, err = b.sparsePhase(ctx, o)
-		return res, err
-	}
-	if o.idleOnly {
-		res.Burns = 0
-		res.Idle, err = b.idlePhase(ctx, o)
-		return res, err
-	}
-	if o.stillOnly {
-		res.Burns = 0
-		res.Still, err = b.stillPhase(ctx, o)
-		return res, err
-	}
-	log.Info("seeding", slog.Int("burns", o.burns))
-	seedStart := time.Now()
-	head, err := seed(ctx, c, o)
-	if err != nil {
-		return nil, fmt.Errorf("seeding: %w", err)
-	}
-	res.SeedSeconds = time.Since(seedStart).Seconds()
-	res.Blocks = head
-	target, err := finalized(ctx, b.info.RPCURL)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("seeded", slog.Uint64("head", head), slog.Uint64("finalized", target), slog.Float64("seconds", res.SeedSeconds))
-
-	// Ceiling (a): the node, with the poller's own chunking.
-	rows, blocks, nodeRate, err := nodeCeiling(ctx, b.info, target)
-	if err != nil {
-		return nil, fmt.Errorf("node ceiling: %w", err)
-	}
-	if len(rows) != o.burns {
-		return nil, fmt.Errorf("the node returned %d burns, %d were sent", len(rows), o.burns)
-	}
-	res.NodeCeiling = nodeRate
-	if res.RawNodeCeiling, err = rawNodeCeiling(ctx, b.info.RPCURL, b.info.BurnContract, target); err != nil {
-		return nil, fmt.Errorf("raw node ceiling: %w", err)
-	}
-	log.Info("raw node ceiling", slog.Float64("burns_per_second", res.RawNodeCeiling.PerSec), slog.Int("calls", res.RawNodeCeiling.Calls))
-	log.Info("node ceiling", slog.Float64("burns_per_second", nodeRate.PerSec), slog.Int("calls", nodeRate.Calls))
-	if res.ReceiptsCeiling, err = receiptsCeiling(ctx, b.info.RPCURL, blocks, len(rows)); err != nil {
-		return nil, fmt.Errorf("receipts ceiling: %w", err)
-	}
-	log.Info("receipts ceiling", slog.Float64("burns_per_second", res.ReceiptsCeiling.PerSec), slog.Int("batches", res.ReceiptsCeiling.Calls))
-
-	// Ceiling (b): Postgres, COPY into the real payments table.
-	pgRate, err := pgCeiling(ctx, o.database, rows)
-	if err != nil {
-		return nil, fmt.Errorf("postgres ceiling: %w", err)
-	}
-	res.PGCeiling = pgRate
-	runtime.GC()
-	log.Info("postgres ceiling", slog.Float64("rows_per_second", pgRate.PerSec))
-	ceiling := min(nodeRate.PerSec, pgRate.PerSec)
-	shared, err := sharedCeiling(ctx, o.database, b.info, target)
-	if err != nil {
-		return nil, fmt.Errorf("shared ceiling: %w", err)
-	}
-	res.SharedCeiling = shared
-	log.Info("node and postgres together", slog.Float64("per_second", shared.PerSec))
-
-	res.Settings = []string{"all defaults (MAX_BLOCK_RANGE=2000, FINALITY=finalized)", "POLL_INTERVAL=200ms for catch-up"}
-	for _, n := range []int{1, 3} {
-		cu, err := b.catchUp(ctx, target, n, false)
-		if err != nil {
-			return nil, fmt.Errorf("catch-up with %d: %w", n, err)
-		}
-		if cu.Rows != o.burns {
-			return nil, fmt.Errorf("catch-up with %d replicas recorded %d rows, want %d", n, cu.Rows, o.burns)
-		}
-		cu.BurnsPerSec = float64(o.burns) / cu.Seconds
-		cu.RatioToCeiling = cu.BurnsPerSec / ceiling
-		cu.RatioToShared = cu.BurnsPerSec / shared.PerSec
-		cu.RatioToRawNode = cu.BurnsPerSec / res.RawNodeCeiling.PerSec
-		cu.RatioToCopy = cu.BurnsPerSec / pgRate.PerSec
-		cu.RatioToRawSum = cu.BurnsPerSec * (1/res.RawNodeCeiling.PerSec + 1/pgRate.PerSec)
-		if n == 1 {
-			res.CatchUp1 = cu
-		} else {
-			res.CatchUp3 = cu
-		}
-		log.Info("catch-up", slog.Int("replicas", n), slog.Float64("burns_per_second", cu.BurnsPerSec),
-			slog.Float64("ratio", cu.RatioToCeiling), slog.Any("rss_mib", cu.PeakRSSMiB))
-	}
-	bf, err := b.backfill(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("backfill: %w", err)
-	}
-	res.Backfill = bf
-	log.Info("backfill command", slog.Float64("burns_per_second", bf.BurnsPerSec), slog.Int64("rss_mib", bf.PeakRSSMiB))
-	fo, err := b.catchUp(ctx, target, 3, true)
-	if err != nil {
-		return nil, fmt.Errorf("failover under load: %w", err)
-	}
-	res.FailoverBusyMs = fo.FailoverMs
-	log.Info("failover under load", slog.Float64("ms", fo.FailoverMs))
-	if res.CatchUp1.GetLogsCalls > 0 {
-		res.GetLogsRatio31 = res.CatchUp3.GetLogsCalls / res.CatchUp1.GetLogsCalls
-	}
-
-	if o.trust {
-		if err := b.trustPhases(ctx, target, o, res); err != nil {
-			return nil, err
-		}
-	}
-
-	if o.steady > 0 {
-		st, err := b.steady(ctx, o, false)
-		if err != nil {
-			return nil, fmt.Errorf("steady state: %w", err)
-		}
-		res.Steady = st
-		if st, err = b.steady(ctx, o, true); err != nil {
-			return nil, fmt.Errorf("steady state with newHeads: %w", err)
-		}
-		res.SteadyWS = st
-	}
-	if err := b.seenPhases(ctx, o, res); err != nil {
-		return nil, err
-	}
-	if res.Idle, err = b.idlePhase(ctx, o); err != nil {
-		return nil, err
-	}
-	if o.sparse {
-		if res.SparseFloor, res.Sparse, err = b.sparsePhase(ctx, o); err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
+	return res, b.simRun(ctx, o, res)
 }
 
-// seenPhases measures head-to-seen latency by polling, then with newHeads.
-func (b *bench) seenPhases(ctx context.Context, o options, res *Results) error {
-	if o.seen <= 0 {
-		return nil
-	}
-	for _, ws := range []bool{false, true} {
-		s, err := b.seenLatency(ctx, o, ws)
-		if err != nil {
-			return fmt.Errorf("head to seen (newHeads %v): %w", ws, err)
+// alonePhase is a phase that a -…-only flag runs by itself.
+type alonePhase struct {
+	on bool
+	// real: on nodes the phase starts as their own processes; else on
+	// the sim chain.
+	real bool
+	run  func(ctx context.Context, b *bench) error
+}
+
+// alone is the phase on real nodes (real) or on sim that a -…-only flag
+// runs by itself, keeping what it measured in res; nil if none, the first
+// in this order when several are given.
+func (o options) alone(real bool, res *Results) *alonePhase {
+	for _, p := range []alonePhase{
+		{o.groupsOnly, true, keep(&res.Groups, (*bench).groupsPhase, o)},
+		{o.costOnly, true, keep(&res.Cost, (*bench).costPhase, o)},
+		{o.multiGroupOnly, true, keep(&res.MultiGroup, (*bench).multiGroupPhase, o)},
+		{o.upgradeOnly, true, keep(&res.Upgrade, (*bench).upgradePhase, o)},
+		{o.seenOnly, false, func(ctx context.Context, b *bench) error { return b.seenPhases(ctx, o, res) }},
+		{o.sparseOnly, false, func(ctx context.Context, b *bench) (err error) {
+			res.SparseFloor, res.Sparse, err = b.sparsePhase(ctx, o)
+			return err
+		}},
+		{o.idleOnly, false, keep(&res.Idle, (*bench).idlePhase, o)},
+		{o.stillOnly, false, keep(&res.Still, (*bench).stillPhase, o)},
+	} {
+		if p.on && p.real == real {
+			return &p
 		}
-		b.log.Info("head to seen", slog.Bool("newheads", ws), slog.Float64("p50_ms", s.P50Ms), slog.Float64("p99_ms", s.P99Ms))
-		res.Seen = append(res.Seen, s)
 	}
 	return nil
 }
 
-// runReal runs the phases on nodes started as their own processes: the
-// dense runs of -dense-node, or the many-groups phase.
-func runReal(ctx context.Context, o options, log *slog.Logger, res *Results, bin string) (*Results, error) {
-	b := &bench{admin: o.database, bin: bin, log: log}
-	if o.pollerEnv != "" {
-		b.extraEnv = strings.Split(o.pollerEnv, ",")
+// keep runs phase with o and keeps what it measured in *dst.
+func keep[T any](dst *T, phase func(*bench, context.Context, options) (T, error), o options) func(context.Context, *bench) error {
+	return func(ctx context.Context, b *bench) (err error) {
+		*dst, err = phase(b, ctx, o)
+		return err
 	}
-	if o.groupsOnly {
-		res.Burns = 0
-		g, err := b.groupsPhase(ctx, o)
-		res.Groups = g
-		return res, err
-	}
-	if o.costOnly {
-		res.Burns = 0
-		c, err := b.costPhase(ctx, o)
-		res.Cost = c
-		return res, err
-	}
-	if o.multiGroupOnly {
-		res.Burns = 0
-		mg, err := b.multiGroupPhase(ctx, o)
-		res.MultiGroup = mg
-		return res, err
-	}
-	if o.upgradeOnly {
-		res.Burns = 0
-		u, err := b.upgradePhase(ctx, o)
-		res.Upgrade = u
-		return res, err
-	}
-	for _, kind := range strings.Split(o.denseNodes, ",") {
-		if kind == nodeSim {
-			return nil, errors.New("-dense-node: sim runs alone, with every other phase")
-		}
-		for _, shape := range strings.Split(o.shapes, ",") {
-			if shape != shapeEven && shape != shapeUneven {
-				return nil, fmt.Errorf("-shape %q: want %s or %s", shape, shapeEven, shapeUneven)
-			}
-			d, err := b.densePhase(ctx, o, kind, shape)
-			if err != nil {
-				return nil, fmt.Errorf("dense run on %s, %s shape: %w", kind, shape, err)
-			}
-			if d == nil { // -seed-only, stopped
-				return res, nil
-			}
-			res.Dense = append(res.Dense, d)
-		}
-	}
-	return res, nil
 }
+
+// realNodes says the run reads nodes of their own processes, not sim.
+func (o options) realNodes() bool { return o.denseNodes != nodeSim || o.alone(true, &Results{}) != nil }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -33,17 +32,11 @@ func (b *bench) layoutRun(ctx context.Context, o options, groups []*mgGroup, one
 		lr.Name = "one deployment of 3 replicas, GROUPS"
 	}
 	const dbName = "bench_multigroup"
-	dbURL, err := freshDB(ctx, b.admin, dbName)
+	dbURL, err := b.mgLedger(ctx, dbName, groups)
 	if err != nil {
 		return lr, err
 	}
 	defer dropDB(ctx, b.admin, dbName)
-	if err := migrateDB(ctx, b.bin, dbURL); err != nil {
-		return lr, err
-	}
-	if err := startFromHead(ctx, groups); err != nil {
-		return lr, err
-	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	tr := sealTraffic(runCtx, nodesOf(groups), groups, o.mgBlockTime, o.mgPerTx, b.log)
@@ -62,7 +55,7 @@ func (b *bench) layoutRun(ctx context.Context, o options, groups []*mgGroup, one
 		return lr, err
 	}
 	started := time.Now()
-	seen, seenWG, err := b.watchSeen(runCtx, dbURL, groups, func(_ *mgGroup, sealed time.Time) bool { return sealed.After(started) })
+	seen, seenWait, err := watchSeen(runCtx, dbURL, groups, func(_ *mgGroup, sealed time.Time) bool { return sealed.After(started) })
 	if err != nil {
 		return lr, err
 	}
@@ -82,28 +75,34 @@ func (b *bench) layoutRun(ctx context.Context, o options, groups []*mgGroup, one
 	lr.Processes = len(d.replicas)
 	stop()
 	sampling.Wait()
-	seenWG.Wait()
+	seenWait()
 	lr.ConnectionsPeak, lr.ConnectionsMean = peak(), math.Round(mean()*10)/10
 	var all []float64
 	for _, xs := range seen.lat {
 		all = append(all, xs...)
 	}
-	lr.SeenP50Ms, lr.SeenP90Ms = quantile(all, 0.5), quantile(all, 0.9)
+	lr.SeenP50Ms, lr.SeenP90Ms = quantile(all, 50), quantile(all, 90)
 	_ = os.RemoveAll(d.logDir)
 	return lr, nil
 }
 
-// migrateDB migrates dbURL with bin, before any replica starts.
-func migrateDB(ctx context.Context, bin, dbURL string) error {
-	p, err := harness.Start(harness.Spec{Name: "migrate", Bin: bin, Args: []string{"migrate"}, Env: []string{"DATABASE_URL=" + dbURL}})
+// mgLedger creates the database dbName afresh and migrates it, before any
+// replica starts, and sets each group's START_BLOCK to its node's next
+// block: a run from the head. The caller drops the database.
+func (b *bench) mgLedger(ctx context.Context, dbName string, groups []*mgGroup) (string, error) {
+	dbURL, err := freshDB(ctx, b.admin, dbName)
 	if err != nil {
-		return err
+		return "", err
 	}
-	code, err := p.Wait(time.Minute)
-	if err != nil || code != 0 {
-		return fmt.Errorf("migrating: exit %d: %w", code, errors.Join(err, ctx.Err()))
+	err = migrate(ctx, b.bin, dbURL)
+	if err == nil {
+		err = startFromHead(ctx, groups)
 	}
-	return nil
+	if err != nil {
+		dropDB(ctx, b.admin, dbName)
+		return "", err
+	}
+	return dbURL, nil
 }
 
 // sharesRun runs the one deployment for -multigroup-steady + 30 s from the
@@ -111,17 +110,11 @@ func migrateDB(ctx context.Context, bin, dbURL string) error {
 // samples each replica's reads and lock of each group by window.
 func (b *bench) sharesRun(ctx context.Context, o options, groups []*mgGroup) ([]ShareWindow, map[string]Takeover, float64, float64, error) {
 	const dbName = "bench_multigroup_shares"
-	dbURL, err := freshDB(ctx, b.admin, dbName)
+	dbURL, err := b.mgLedger(ctx, dbName, groups)
 	if err != nil {
 		return nil, nil, 0, 0, err
 	}
 	defer dropDB(ctx, b.admin, dbName)
-	if err := migrateDB(ctx, b.bin, dbURL); err != nil {
-		return nil, nil, 0, 0, err
-	}
-	if err := startFromHead(ctx, groups); err != nil {
-		return nil, nil, 0, 0, err
-	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	tr := sealTraffic(runCtx, nodesOf(groups), groups, o.mgBlockTime, o.mgPerTx, b.log)
@@ -191,7 +184,7 @@ func (b *bench) sharesRun(ctx context.Context, o options, groups []*mgGroup) ([]
 				_, _ = d.replicas[0].Wait(10 * time.Second)
 			case killed && !back && el >= backAt:
 				back = true
-				r, err := b.startEnv(d.env[0], d.logDir, "replica-0.1", d.replicas[0].addr)
+				r, err := startPoller(b.bin, []string{"run"}, d.env[0], d.logDir, "replica-0.1", d.replicas[0].addr)
 				if err != nil {
 					return nil, nil, 0, 0, err
 				}
@@ -277,17 +270,11 @@ func (b *bench) hungRun(ctx context.Context, o options, groups []*mgGroup, hung 
 	r := HungRun{Disturbed: hung, CatchUpSeconds: map[string]float64{}, SeenP50Ms: map[string]float64{}, SeenP90Ms: map[string]float64{},
 		Seen: map[string]int{}}
 	const dbName = "bench_multigroup_hung"
-	dbURL, err := freshDB(ctx, b.admin, dbName)
+	dbURL, err := b.mgLedger(ctx, dbName, groups)
 	if err != nil {
 		return r, err
 	}
 	defer dropDB(ctx, b.admin, dbName)
-	if err := migrateDB(ctx, b.bin, dbURL); err != nil {
-		return r, err
-	}
-	if err := startFromHead(ctx, groups); err != nil {
-		return r, err
-	}
 	targets := map[*mgNode]uint64{}
 	for _, n := range nodesOf(groups) {
 		var cs []burnContracts
@@ -320,7 +307,7 @@ func (b *bench) hungRun(ctx context.Context, o options, groups []*mgGroup, hung 
 	start := time.Now()
 	var mu sync.Mutex
 	caughtAt := map[string]time.Time{}
-	seen, seenWG, err := b.watchSeen(runCtx, dbURL, groups, func(g *mgGroup, sealed time.Time) bool {
+	seen, seenWait, err := watchSeen(runCtx, dbURL, groups, func(g *mgGroup, sealed time.Time) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		at, ok := caughtAt[g.name]
@@ -355,12 +342,12 @@ func (b *bench) hungRun(ctx context.Context, o options, groups []*mgGroup, hung 
 		time.Sleep(20 * time.Millisecond)
 	}
 	stop()
-	seenWG.Wait()
+	seenWait()
 	for _, g := range groups {
 		xs := seen.lat[g.name]
 		r.Seen[g.name] = len(xs)
 		if len(xs) > 0 {
-			r.SeenP50Ms[g.name], r.SeenP90Ms[g.name] = quantile(xs, 0.5), quantile(xs, 0.9)
+			r.SeenP50Ms[g.name], r.SeenP90Ms[g.name] = quantile(xs, 50), quantile(xs, 90)
 		}
 		if _, ok := r.CatchUpSeconds[g.name]; !ok && (!hung || g != groups[0]) {
 			return r, fmt.Errorf("group %s did not catch up within %s (logs in %s)", g.name, o.mgHang, d.logDir)

@@ -41,6 +41,9 @@ const gethVersion = "v1.17.10"
 // publicly known).
 const gethDevKey = "b71c71a67e1177ad4e901695e1b4b9ee17ae16c6668d313eac2f96dbcda3f291"
 
+// anvilKey is anvil's first dev account (publicly known).
+const anvilKey = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
+
 // nodeGasLimit is the block gas limit the nodes start with: room for
 // several seeding transactions of a hundred burns each in one block.
 const nodeGasLimit = 200_000_000

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
 	"runtime"
 	"strings"
-	"syscall"
 
 	"github.com/burnpoller/burnpoller/devchain"
 )
@@ -56,10 +54,30 @@ type Dense struct {
 	ReceiptsOffToCeiling  float64 `json:"receipts_off_to_ceiling"`
 	NodePeakRSSMiB        int64   `json:"node_peak_rss_mib"`
 	PollerSettings        string  `json:"poller_settings"`
-	ProfileDir            string  `json:"profile_dir,omitempty"`
 	MachineLoadAtStart    string  `json:"load_average_at_start"`
 	ReceiptsOffToDefault  float64 `json:"receipts_off_to_default"`
 	DefaultFirstCommitSec float64 `json:"default_first_commit_seconds"`
+}
+
+// denseRuns runs the dense workload on each node of -dense-node, in each
+// shape of -shape.
+func (b *bench) denseRuns(ctx context.Context, o options, res *Results) error {
+	for _, kind := range strings.Split(o.denseNodes, ",") {
+		if kind == nodeSim {
+			return errors.New("-dense-node: sim runs alone, with every other phase")
+		}
+		for _, shape := range strings.Split(o.shapes, ",") {
+			if shape != shapeEven && shape != shapeUneven {
+				return fmt.Errorf("-shape %q: want %s or %s", shape, shapeEven, shapeUneven)
+			}
+			d, err := b.densePhase(ctx, o, kind, shape)
+			if err != nil {
+				return fmt.Errorf("dense run on %s, %s shape: %w", kind, shape, err)
+			}
+			res.Dense = append(res.Dense, d)
+		}
+	}
+	return nil
 }
 
 // densePhase runs the dense workload on a fresh node of kind: seeds it,
@@ -98,15 +116,6 @@ func (b *bench) densePhase(ctx context.Context, o options, kind, shape string) (
 		slog.Int("blocks_with_burns", d.Seed.BurnBlocks), slog.Float64("seconds", d.Seed.SeedSeconds))
 	b.info = devchain.Info{RPCURL: n.url, ChainID: n.chainID, BurnContract: c.burn}
 	b.node = n
-	if o.seedOnly {
-		// The seeded node, for runs by hand, until Ctrl-C.
-		fmt.Fprintf(os.Stderr, "RPC_URL=%s CHAIN_ID=%d BURN_CONTRACT=%s  # finalized block %d; Ctrl-C stops the node\n",
-			n.url, n.chainID, c.burn.Hex(), target)
-		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		<-sig.Done()
-		return nil, nil
-	}
 
 	rows, _, clientRate, err := nodeCeiling(ctx, b.info, target)
 	if err != nil {
@@ -135,25 +144,17 @@ func (b *bench) densePhase(ctx context.Context, o options, kind, shape string) (
 		slog.Float64("copy_payments", d.CopyPayments.PerSec), slog.Float64("copy_events", d.CopyEvents.PerSec),
 		slog.Float64("same_work", d.SameWork))
 
-	b.profile = o.profileDir
-	d.ProfileDir = o.profileDir
-	d.Default, err = b.timedCatchUp(ctx, target, o.burns, "default")
-	b.profile = ""
-	if err != nil {
+	if d.Default, err = b.timedCatchUp(ctx, target, o.burns, "default"); err != nil {
 		return nil, err
 	}
 	if d.ReceiptsOff, err = b.timedCatchUp(ctx, target, o.burns, "receipts-off", "VERIFY_RECEIPTS=false"); err != nil {
 		return nil, err
 	}
 	if o.denseReplicas > 1 {
-		cu, err := b.catchUp(ctx, target, o.denseReplicas, false)
+		cu, err := b.fullCatchUp(ctx, target, o.denseReplicas, o.burns, fmt.Sprintf("catch-up with %d replicas", o.denseReplicas))
 		if err != nil {
-			return nil, fmt.Errorf("catch-up with %d replicas: %w", o.denseReplicas, err)
+			return nil, err
 		}
-		if cu.Rows != o.burns {
-			return nil, fmt.Errorf("catch-up with %d replicas recorded %d rows, want %d", o.denseReplicas, cu.Rows, o.burns)
-		}
-		cu.BurnsPerSec = float64(o.burns) / cu.Seconds
 		b.log.Info("catch-up", slog.Int("replicas", o.denseReplicas), slog.Float64("burns_per_second", cu.BurnsPerSec), slog.Any("rss_mib", cu.PeakRSSMiB))
 		d.DefaultReplicas = &cu
 	}
@@ -174,22 +175,6 @@ func (b *bench) densePhase(ctx context.Context, o options, kind, shape string) (
 	return d, nil
 }
 
-// timedCatchUp times one replica from an empty ledger to target with
-// extra settings and checks every burn is recorded.
-func (b *bench) timedCatchUp(ctx context.Context, target uint64, burns int, name string, extra ...string) (CatchUp, error) {
-	cu, err := b.catchUp(ctx, target, 1, false, extra...)
-	if err != nil {
-		return CatchUp{}, fmt.Errorf("catch-up, %s: %w", name, err)
-	}
-	if cu.Rows != burns {
-		return CatchUp{}, fmt.Errorf("catch-up, %s, recorded %d rows, want %d", name, cu.Rows, burns)
-	}
-	cu.BurnsPerSec = float64(burns) / cu.Seconds
-	b.log.Info("catch-up", slog.String("setting", name), slog.Float64("burns_per_second", cu.BurnsPerSec),
-		slog.Any("calls", cu.CallsByMethod), slog.Any("rss_mib", cu.PeakRSSMiB))
-	return cu, nil
-}
-
 // sequential is the rate of doing the work of two rates one after the
 // other: 1 / (1/a + 1/b).
 func sequential(a, b float64) float64 {
@@ -197,18 +182,4 @@ func sequential(a, b float64) float64 {
 		return 0
 	}
 	return 1 / (1/a + 1/b)
-}
-
-// loadAverage is /proc/loadavg's first three fields: how busy the machine
-// was as a run began (other work shares its two cores).
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -4,15 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/burnpoller/burnpoller/internal/harness"
 )
 
 // Seen is the head-to-seen latency of one replica: from the moment a block
@@ -36,119 +30,56 @@ type Seen struct {
 // newHeads subscription when ws, while burns arrive at o.steadyRate in
 // blocks sealed every o.blockTime, for o.seen.
 func (b *bench) seenLatency(ctx context.Context, o options, ws bool) (*Seen, error) {
-	dbName := "bench_seen"
-	var env []string
-	if ws {
-		dbName += "_ws"
-		env = append(env, "RPC_WS_URL="+b.info.WSURL)
-	}
-	dbURL, err := freshDB(ctx, b.admin, dbName)
+	run, err := b.liveRun(ctx, "bench_seen", ws)
 	if err != nil {
 		return nil, err
 	}
-	defer dropDB(ctx, b.admin, dbName)
-	head, err := b.chain.Client().BlockNumber(ctx)
-	if err != nil {
-		return nil, err
-	}
-	env = append(env, "START_BLOCK="+strconv.FormatUint(head+1, 10))
-	logDir, err := os.MkdirTemp("", "bench-seen-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(logDir)
-	r, err := b.startReplica(dbURL, logDir, "seen", env...)
+	defer run.done()
+	r, err := b.startReplica(run.dbURL, run.logDir, "seen", run.env...)
 	if err != nil {
 		return nil, err
 	}
 	defer r.stop()
-	listen, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return nil, err
-	}
-	defer listen.Close(ctx)
-	if err := harness.WaitFor(ctx, time.Minute, "LISTEN burnpoller_events", func() bool {
-		_, err := listen.Exec(ctx, "LISTEN burnpoller_events")
-		return err == nil
-	}); err != nil {
-		return nil, err
-	}
-	reader, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return nil, err
-	}
-	defer reader.Close(ctx)
 
 	var (
 		mu      sync.Mutex
 		sealed  = map[int64]time.Time{}
-		arrived []struct {
-			block int64
-			at    time.Time
-		}
+		arrived []arrival
 	)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	// Note each seen event as it is read by seq.
+	watching, err := watchEvents(runCtx, run.dbURL, func(e event, at time.Time) {
+		if e.kind == "seen" {
+			mu.Lock()
+			arrived = append(arrived, arrival{e.block, at})
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
 	var wg sync.WaitGroup
 	// Seal, noting when each block became the head.
 	wg.Go(func() {
-		t := time.NewTicker(o.blockTime)
-		defer t.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-t.C:
-			}
+		each(runCtx, o.blockTime, func() {
 			b.chain.Seal()
 			at := time.Now()
 			n, err := b.chain.Client().BlockNumber(runCtx)
 			if err != nil {
-				continue
+				return
 			}
 			mu.Lock()
 			sealed[int64(n)] = at
 			mu.Unlock()
-		}
+		})
 	})
 	wg.Go(func() { b.chain.Traffic(runCtx, o.steadyRate, nil) })
-	// Read the events by seq on each notification; note each seen one.
-	wg.Go(func() {
-		var last int64
-		for {
-			if _, err := listen.WaitForNotification(runCtx); err != nil {
-				return
-			}
-			at := time.Now()
-			rows, err := reader.Query(runCtx, `SELECT seq, kind, block_number FROM payment_events WHERE seq > $1 ORDER BY seq`, last)
-			if err != nil {
-				return
-			}
-			for rows.Next() {
-				var (
-					seq, block int64
-					kind       string
-				)
-				if rows.Scan(&seq, &kind, &block) != nil {
-					continue
-				}
-				last = seq
-				if kind == "seen" {
-					mu.Lock()
-					arrived = append(arrived, struct {
-						block int64
-						at    time.Time
-					}{block, at})
-					mu.Unlock()
-				}
-			}
-			rows.Close()
-		}
-	})
 	b.log.Info("head to seen", slog.Duration("for", o.seen), slog.Bool("newheads", ws))
 	time.Sleep(o.seen)
 	stop()
 	wg.Wait()
+	watching()
 
 	res := &Seen{Seconds: o.seen.Seconds(), Rate: o.steadyRate, BlockTime: o.blockTime.String(), PollInterval: "2s (default)", NewHeads: ws}
 	var lat []float64
@@ -164,6 +95,6 @@ func (b *bench) seenLatency(ctx context.Context, o options, ws bool) (*Seen, err
 	}
 	slices.Sort(lat)
 	res.Seen = len(lat)
-	res.P50Ms, res.P90Ms, res.P99Ms, res.MaxMs = lat[len(lat)/2], lat[len(lat)*9/10], lat[len(lat)*99/100], lat[len(lat)-1]
+	res.P50Ms, res.P90Ms, res.P99Ms, res.MaxMs = percentile(lat, 50), percentile(lat, 90), percentile(lat, 99), lat[len(lat)-1]
 	return res, nil
 }

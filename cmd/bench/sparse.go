@@ -2,27 +2,19 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"fmt"
 	"log/slog"
 	"math/big"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/burnpoller/burnpoller/contracts/bindings"
 	"github.com/burnpoller/burnpoller/devchain"
 	"github.com/burnpoller/burnpoller/internal/harness"
 	"github.com/burnpoller/burnpoller/internal/rpcfault"
@@ -47,12 +39,24 @@ type Sparse struct {
 	Calls                map[string]int `json:"calls_by_method"`
 	Rows                 int            `json:"rows"`
 	Settings             []string       `json:"settings"`
-	// Poller is the binary of a -compare run; empty for this tree's.
-	Poller string `json:"poller,omitempty"`
 }
 
-// anvilKey is anvil's first dev account (publicly known).
-const anvilKey = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
+// SparseFloor is the sparse chain read in ranges of the provider's cap, one
+// after another, through a plain net/http client with no burnpoller code:
+// straight from the node (what the node itself takes) and through the
+// provider-like proxy (the floor: ceil(blocks / cap) round trips, measured
+// rather than computed, so the node's own time is in it).
+type SparseFloor struct {
+	Node          string  `json:"node"`
+	Blocks        uint64  `json:"blocks"`
+	Calls         int     `json:"calls"`
+	Logs          int     `json:"logs"`
+	NodeSeconds   float64 `json:"node_alone_seconds"`
+	ProxySeconds  float64 `json:"through_proxy_seconds"`
+	ComputedFloor float64 `json:"computed_floor_seconds"`
+	// SeedSeconds is the time to start the node and seed the chain.
+	SeedSeconds float64 `json:"seed_seconds"`
+}
 
 // sparseChain is a seeded sparse chain: the node's URL, its burn contract,
 // head and finalized block (fixed: nothing seals it after seeding).
@@ -83,9 +87,6 @@ func (b *bench) sparsePhase(ctx context.Context, o options) (*SparseFloor, []*Sp
 	}
 	b.log.Info("sparse chain seeded", slog.String("node", sc.node), slog.Uint64("head", sc.head), slog.Uint64("finalized", sc.finalized),
 		slog.Int("burns", o.sparseBurns), slog.Float64("seconds", seeded))
-	if o.seedOnly {
-		return nil, nil, sparseServe(ctx, o, sc)
-	}
 	floor, err := sparseFloor(ctx, o, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sparse floor: %w", err)
@@ -93,29 +94,18 @@ func (b *bench) sparsePhase(ctx context.Context, o options) (*SparseFloor, []*Sp
 	floor.SeedSeconds = seeded
 	b.log.Info("sparse floor", slog.Float64("node_alone_seconds", floor.NodeSeconds), slog.Float64("through_proxy_seconds", floor.ProxySeconds),
 		slog.Float64("computed_seconds", floor.ComputedFloor), slog.Int("calls", floor.Calls))
-	// With -compare, each run is paired: this tree's poller, then the
-	// other binary, on the same chain, one after the other.
-	bins := []string{b.bin}
-	if o.compare != "" {
-		bins = append(bins, o.compare)
-	}
 	var out []*Sparse
 	for _, env := range [][]string{nil, {"VERIFY_RECEIPTS=false"}} {
 		for run := 1; run <= max(o.sparseRuns, 1); run++ {
-			for i, bin := range bins {
-				sp, err := b.sparseRun(ctx, o, sc, bin, env...)
-				if err != nil {
-					return nil, nil, fmt.Errorf("sparse sync %v, run %d: %w", env, run, err)
-				}
-				sp.Run = run
-				if i > 0 {
-					sp.Poller = bin
-				}
-				sp.RatioToMeasuredFloor = sp.Seconds / floor.ProxySeconds
-				b.log.Info("sparse first sync", slog.String("poller", bin), slog.Any("settings", env), slog.Int("run", run), slog.Float64("seconds", sp.Seconds),
-					slog.Float64("blocks_per_second", sp.BlocksPer), slog.Float64("ratio_to_floor", sp.RatioToFloor), slog.Any("calls", sp.Calls))
-				out = append(out, sp)
+			sp, err := b.sparseRun(ctx, o, sc, env...)
+			if err != nil {
+				return nil, nil, fmt.Errorf("sparse sync %v, run %d: %w", env, run, err)
 			}
+			sp.Run = run
+			sp.RatioToMeasuredFloor = sp.Seconds / floor.ProxySeconds
+			b.log.Info("sparse first sync", slog.Any("settings", env), slog.Int("run", run), slog.Float64("seconds", sp.Seconds),
+				slog.Float64("blocks_per_second", sp.BlocksPer), slog.Float64("ratio_to_floor", sp.RatioToFloor), slog.Any("calls", sp.Calls))
+			out = append(out, sp)
 		}
 	}
 	return floor, out, nil
@@ -133,15 +123,11 @@ func sparseFloor(ctx context.Context, o options, sc *sparseChain) (*SparseFloor,
 	if logs != o.sparseBurns {
 		return nil, fmt.Errorf("the node returned %d burns, %d were sent", logs, o.sparseBurns)
 	}
-	proxy, err := rpcfault.Start(sc.url)
+	proxy, err := sparseProxy(o, sc)
 	if err != nil {
 		return nil, err
 	}
 	defer proxy.Close()
-	proxy.Set(func(f *rpcfault.Faults) {
-		f.Latency = o.sparseLatency
-		f.RangeLimit, f.RangeStyle = o.sparseCap, rpcfault.StyleAlchemy
-	})
 	proxySecs, _, _, err := rawCapped(ctx, proxy.URL, sc.contract, last, o.sparseCap)
 	if err != nil {
 		return nil, err
@@ -202,78 +188,67 @@ func seedSparseSim(ctx context.Context, o options) (*sparseChain, error) {
 		close: closeChain}, nil
 }
 
-// seedSparseAnvil starts anvil (o.anvil) and seeds it with the sparse
-// workload.
+// seedSparseAnvil starts anvil (o.anvil) as the real-node runs do and
+// seeds it with the sparse workload: about o.sparseBlocks blocks holding
+// o.sparseBurns burns, one a block, spread evenly (anvil_mine fills the
+// gaps), then enough empty blocks for every burn to be final.
 func seedSparseAnvil(ctx context.Context, o options) (_ *sparseChain, err error) {
-	dir, err := os.MkdirTemp("", "bench-anvil-")
+	n, err := startNode(ctx, nodeAnvil, o.anvil, nodeOptions{})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("starting anvil (-anvil): %w", err)
 	}
-	addr, err := harness.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	anvil := exec.CommandContext(ctx, o.anvil, "--host", "127.0.0.1", "--port", fmt.Sprint(addr.Port), "--prune-history",
-		"--slots-in-an-epoch", "4", "--silent")
-	anvil.Env = append(os.Environ(), "HOME="+dir) // anvil writes under ~/.foundry
-	if err := anvil.Start(); err != nil {
-		return nil, fmt.Errorf("starting anvil (%s; -anvil): %w", o.anvil, err)
-	}
-	stop := func() { _ = anvil.Process.Kill(); _ = anvil.Wait(); _ = os.RemoveAll(dir) }
 	defer func() {
 		if err != nil {
-			stop()
+			n.close()
 		}
 	}()
-	url := "http://" + addr.String()
-	var c *ethclient.Client
-	for i := 0; ; i++ {
-		if c, err = ethclient.DialContext(ctx, url); err == nil {
-			if _, err = c.ChainID(ctx); err == nil {
-				break
+	s, err := newSeeder(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.deployBurner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gap := o.sparseBlocks / uint64(o.sparseBurns+1)
+	for i := range o.sparseBurns {
+		if gap > 1 {
+			if err := s.emptyBlocks(ctx, int(gap-1)); err != nil {
+				return nil, err
 			}
-			c.Close()
 		}
-		if i > 100 {
-			return nil, fmt.Errorf("anvil does not answer: %w", err)
+		tx, err := s.burnTx(c.batch, 1)
+		if err == nil {
+			_, err = s.block(ctx, []*types.Transaction{tx})
 		}
-		time.Sleep(100 * time.Millisecond)
+		if err != nil {
+			return nil, fmt.Errorf("burn %d: %w", i, err)
+		}
 	}
-	defer c.Close()
-	burnAddr, err := seedSparse(ctx, c, o.sparseBlocks, o.sparseBurns)
+	// Past finalized (head - 2 × 4 slots) with room to spare.
+	if err := s.emptyBlocks(ctx, int(max(gap, 64))); err != nil {
+		return nil, err
+	}
+	head, err := n.eth.BlockNumber(ctx)
 	if err != nil {
 		return nil, err
 	}
-	head, err := c.BlockNumber(ctx)
-	if err != nil {
-		return nil, err
-	}
-	chainID, err := c.ChainID(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &sparseChain{node: "anvil", url: url, chainID: chainID.Uint64(), contract: burnAddr, head: head, close: stop}, nil
+	return &sparseChain{node: nodeAnvil, url: n.url, chainID: n.chainID, contract: c.burn, head: head, close: n.close}, nil
 }
 
 // sparseRun times one replica's `poller run --until-finalized` from an
-// empty ledger through a fresh proxy that adds o.sparseLatency to every
-// request and refuses eth_getLogs over o.sparseCap blocks with Alchemy's
-// words and suggested range, and checks the ledger is exact.
-func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, bin string, env ...string) (*Sparse, error) {
+// empty ledger through a fresh sparseProxy, and checks the ledger is exact.
+func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, env ...string) (*Sparse, error) {
 	dir, err := os.MkdirTemp("", "bench-sparse-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	proxy, err := rpcfault.Start(sc.url)
+	proxy, err := sparseProxy(o, sc)
 	if err != nil {
 		return nil, err
 	}
 	defer proxy.Close()
-	proxy.Set(func(f *rpcfault.Faults) {
-		f.Latency = o.sparseLatency
-		f.RangeLimit, f.RangeStyle = o.sparseCap, rpcfault.StyleAlchemy
-	})
 
 	name := "bench_sparse"
 	dbURL, err := freshDB(ctx, b.admin, name)
@@ -285,23 +260,11 @@ func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, bin s
 	if err != nil {
 		return nil, err
 	}
-	runEnv := append([]string{
-		"DATABASE_URL=" + dbURL, "RPC_URL=" + proxy.URL, "CHAIN_ID=" + strconv.FormatUint(sc.chainID, 10),
-		"BURN_CONTRACT=" + sc.contract.Hex(), "HTTP_ADDR=" + httpAddr.String(), "LOG_FORMAT=json",
-	}, env...)
-	logDir := dir
-	if o.sparseLogs != "" {
-		logDir = o.sparseLogs
-	}
-	logFile := filepath.Join(logDir, fmt.Sprintf("sparse-%s-%d-%s.log", sc.node, time.Now().UnixNano(), strings.Join(env, "_")))
-	f, err := os.Create(logFile)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+	runEnv := harness.PollerEnv(harness.Target{DatabaseURL: dbURL, RPCURL: proxy.URL, ChainID: sc.chainID, Contract: sc.contract, HTTPAddr: httpAddr.String()},
+		env...)
+	logName := fmt.Sprintf("sparse-%s-%d-%s", sc.node, time.Now().UnixNano(), strings.Join(env, "_"))
 	start := time.Now()
-	p, err := harness.Start(harness.Spec{Name: "sparse", Bin: bin, Args: []string{"run", "--until-finalized"},
-		Env: runEnv, Stdout: f, Stderr: f})
+	p, err := startPoller(b.bin, []string{"run", "--until-finalized"}, runEnv, dir, logName, httpAddr.String())
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +272,7 @@ func (b *bench) sparseRun(ctx context.Context, o options, sc *sparseChain, bin s
 	took := time.Since(start)
 	if err != nil || code != 0 {
 		_, _ = p.Stop(5 * time.Second)
-		out, _ := os.ReadFile(logFile)
+		out, _ := os.ReadFile(filepath.Join(dir, logName+".log"))
 		return nil, fmt.Errorf("poller run: exit %d, %w\n%s", code, err, lastLines(string(out)))
 	}
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -345,58 +308,6 @@ func checkSparse(sc *sparseChain, cursor int64, rows, burns int) error {
 	return nil
 }
 
-// seedSparse deploys the token and the burn contract on anvil and makes a
-// chain of about blocks blocks with burns burns, one per block, spread
-// evenly (anvil_mine fills the gaps), then enough empty blocks for every
-// burn to be final. It returns the burn contract.
-func seedSparse(ctx context.Context, c *ethclient.Client, blocks uint64, burns int) (common.Address, error) {
-	key, _ := crypto.HexToECDSA(anvilKey)
-	chainID, err := c.ChainID(ctx)
-	if err != nil {
-		return common.Address{}, err
-	}
-	opts := func(k *ecdsa.PrivateKey) *bind.TransactOpts { return bind.NewKeyedTransactor(k, chainID) }
-	wait := func(tx interface{ Hash() common.Hash }, err error) error {
-		if err != nil {
-			return err
-		}
-		_, err = bind.WaitMined(ctx, c, tx.Hash())
-		return err
-	}
-	tokenAddr, tx, token, err := bindings.DeployTestToken(opts(key), c)
-	if err := wait(tx, err); err != nil {
-		return common.Address{}, err
-	}
-	burnAddr, tx, burner, err := bindings.DeployBurnWithDigest(opts(key), c, tokenAddr)
-	if err := wait(tx, err); err != nil {
-		return common.Address{}, err
-	}
-	me := crypto.PubkeyToAddress(key.PublicKey)
-	lots := new(big.Int).Lsh(big.NewInt(1), 200)
-	if err := wait(token.Mint(opts(key), me, lots)); err != nil {
-		return common.Address{}, err
-	}
-	if err := wait(token.Approve(opts(key), burnAddr, lots)); err != nil {
-		return common.Address{}, err
-	}
-	gap := blocks / uint64(burns+1)
-	for i := range burns {
-		if gap > 1 {
-			if err := c.Client().CallContext(ctx, nil, "anvil_mine", hexutil.Uint64(gap-1)); err != nil {
-				return common.Address{}, err
-			}
-		}
-		var digest [32]byte
-		copy(digest[:], crypto.Keccak256([]byte(fmt.Sprint("sparse", i))))
-		// anvil mines each transaction as it arrives (automine): no wait.
-		if _, err := burner.BurnWithDigest(opts(key), big.NewInt(int64(1_000_000+i)), digest); err != nil {
-			return common.Address{}, fmt.Errorf("burn %d: %w", i, err)
-		}
-	}
-	// Past finalized (head - 2 × 4 slots) with room to spare.
-	return burnAddr, c.Client().CallContext(ctx, nil, "anvil_mine", hexutil.Uint64(max(gap, 64)))
-}
-
 // lastLines is the last 20 lines of s: the end of a failed process's log.
 func lastLines(s string) string {
 	const n = 20
@@ -407,24 +318,17 @@ func lastLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// sparseServe keeps the seeded sparse chain running behind the runs' proxy
-// (o.sparseLatency a request, eth_getLogs capped at o.sparseCap blocks in
-// Alchemy's words) until Ctrl-C, for runs timed by hand: it prints the
-// environment a poller needs.
-func sparseServe(ctx context.Context, o options, sc *sparseChain) error {
+// sparseProxy is a provider-like proxy in front of sc's node: it adds
+// o.sparseLatency to every request and refuses eth_getLogs over
+// o.sparseCap blocks with Alchemy's words and suggested range.
+func sparseProxy(o options, sc *sparseChain) (*rpcfault.Proxy, error) {
 	proxy, err := rpcfault.Start(sc.url)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer proxy.Close()
 	proxy.Set(func(f *rpcfault.Faults) {
 		f.Latency = o.sparseLatency
 		f.RangeLimit, f.RangeStyle = o.sparseCap, rpcfault.StyleAlchemy
 	})
-	fmt.Fprintf(os.Stderr, "RPC_URL=%s CHAIN_ID=%d BURN_CONTRACT=%s  # finalized block %d, %d burns; Ctrl-C stops the node\n",
-		proxy.URL, sc.chainID, sc.contract.Hex(), sc.finalized, o.sparseBurns)
-	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	<-sig.Done()
-	return nil
+	return proxy, nil
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -13,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/chain"
-	"github.com/burnpoller/burnpoller/internal/harness"
 )
 
 // steady runs three replicas at the default POLL_INTERVAL while burns
@@ -22,54 +18,25 @@ import (
 // transaction commits, seen by LISTEN), and then the failover after SIGKILL
 // of the lock holder. With ws the replicas also subscribe to newHeads.
 func (b *bench) steady(ctx context.Context, o options, ws bool) (*Steady, error) {
-	dbName := "bench_steady"
-	var env []string
-	if ws {
-		dbName += "_ws"
-		env = append(env, "RPC_WS_URL="+b.info.WSURL)
-	}
-	dbURL, err := freshDB(ctx, b.admin, dbName)
+	// Started at the current head: the steady state, not a catch-up.
+	run, err := b.liveRun(ctx, "bench_steady", ws)
 	if err != nil {
 		return nil, err
 	}
-	defer dropDB(ctx, b.admin, dbName)
-	// Start at the current head: the steady state, not a catch-up.
-	head, err := b.chain.Client().BlockNumber(ctx)
-	if err != nil {
-		return nil, err
-	}
-	env = append(env, "START_BLOCK="+strconv.FormatUint(head+1, 10))
-	logDir, err := os.MkdirTemp("", "bench-steady-")
-	if err != nil {
-		return nil, err
-	}
+	defer run.done()
 	const pollInterval = "2s"
-	var replicas []*replica
-	defer func() {
-		for _, r := range replicas {
-			r.stop()
-		}
-	}()
-	for i := range 3 {
-		r, err := b.startReplica(dbURL, logDir, fmt.Sprintf("steady-%d", i), env...)
-		if err != nil {
-			return nil, err
-		}
-		replicas = append(replicas, r)
-	}
-	listen, err := pgx.Connect(ctx, dbURL)
+	replicas, err := b.startReplicas(3, run.dbURL, run.logDir, "steady", run.env...)
 	if err != nil {
 		return nil, err
 	}
-	defer listen.Close(ctx)
+	defer replicas.stop()
 	// The replicas create the schema: LISTEN works once they have.
-	if err := harness.WaitFor(ctx, time.Minute, "LISTEN burnpoller_payments", func() bool {
-		_, err := listen.Exec(ctx, "LISTEN burnpoller_payments")
-		return err == nil
-	}); err != nil {
+	payments, err := listen(ctx, run.dbURL, "burnpoller_payments")
+	if err != nil {
 		return nil, err
 	}
-	reader, err := pgx.Connect(ctx, dbURL)
+	defer payments.Close(ctx)
+	reader, err := pgx.Connect(ctx, run.dbURL)
 	if err != nil {
 		return nil, err
 	}
@@ -87,10 +54,10 @@ func (b *bench) steady(ctx context.Context, o options, ws bool) (*Steady, error)
 		clock  finalityClock
 		landed arrivals
 	)
-	wg.Go(func() { b.seal(runCtx, o.blockTime) })
+	wg.Go(func() { each(runCtx, o.blockTime, func() { b.chain.Seal() }) })
 	wg.Go(func() { clock.watch(runCtx, cl) })
 	wg.Go(func() { b.chain.Traffic(runCtx, o.steadyRate, nil) })
-	wg.Go(func() { landed.listen(runCtx, listen, reader) })
+	wg.Go(func() { landed.listen(runCtx, payments, reader) })
 
 	b.log.Info("steady state", slog.Duration("for", o.steady), slog.Float64("rate", o.steadyRate), slog.Bool("newheads", ws))
 	time.Sleep(o.steady)
@@ -104,29 +71,14 @@ func (b *bench) steady(ctx context.Context, o options, ws bool) (*Steady, error)
 		st.DuplicateInserts += metric(ctx, r.addr, "burnpoller_payments_duplicate_total")
 		st.GetLogsCalls += metric(ctx, r.addr, `burnpoller_rpc_requests_total{method="eth_getLogs"`)
 	}
-	_ = os.RemoveAll(logDir)
 	return st, nil
-}
-
-// seal seals a block every blockTime until ctx is done.
-func (b *bench) seal(ctx context.Context, blockTime time.Duration) {
-	t := time.NewTicker(blockTime)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			b.chain.Seal()
-		}
-	}
 }
 
 // steadyFailover SIGKILLs the lock holder, caught by scraping lock_held, and
 // returns the milliseconds until another replica holds the lock or
 // completes a poll. The scraping runs without pause. It gives up after two
 // minutes with -1.
-func steadyFailover(ctx context.Context, replicas []*replica) float64 {
+func steadyFailover(ctx context.Context, replicas replicaSet) float64 {
 	polls := func(r *replica) float64 {
 		return metric(ctx, r.addr, `burnpoller_polls_total{result="committed"}`) + metric(ctx, r.addr, `burnpoller_polls_total{result="idle"}`)
 	}

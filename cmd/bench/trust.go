@@ -26,14 +26,10 @@ func (b *bench) trustPhases(ctx context.Context, target uint64, o options, res *
 		{"RPC_QUORUM=2 (receipts on)", []string{"RPC_QUORUM=2", "RPC_URL=" + b.info.RPCURL + "," + second}},
 		{"RPC_QUORUM=2, VERIFY_RECEIPTS=false", []string{"RPC_QUORUM=2", "VERIFY_RECEIPTS=false", "RPC_URL=" + b.info.RPCURL + "," + second}},
 	} {
-		cu, err := b.catchUp(ctx, target, 1, false, v.env...)
+		cu, err := b.fullCatchUp(ctx, target, 1, o.burns, "catch-up with "+v.name, v.env...)
 		if err != nil {
-			return fmt.Errorf("catch-up with %s: %w", v.name, err)
+			return err
 		}
-		if cu.Rows != o.burns {
-			return fmt.Errorf("catch-up with %s recorded %d rows, want %d", v.name, cu.Rows, o.burns)
-		}
-		cu.BurnsPerSec = float64(o.burns) / cu.Seconds
 		run := TrustRun{Setting: v.name, CatchUp: cu}
 		if base.BurnsPerSec > 0 {
 			run.RatioToDefault = cu.BurnsPerSec / base.BurnsPerSec

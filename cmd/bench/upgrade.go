@@ -9,11 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/burnpoller/burnpoller/db/migrations"
@@ -82,7 +80,7 @@ func (b *bench) upgradePhase(ctx context.Context, o options) (*Upgrade, error) {
 		return nil, err
 	}
 	defer dropDB(context.WithoutCancel(ctx), b.admin, name)
-	if err := (&bench{bin: prev}).migrate(ctx, dbURL); err != nil {
+	if err := migrate(ctx, prev, dbURL); err != nil {
 		return nil, err
 	}
 	conn, err := pgx.Connect(ctx, dbURL+"&application_name=bench-upgrade")
@@ -101,69 +99,36 @@ func (b *bench) upgradePhase(ctx context.Context, o options) (*Upgrade, error) {
 	}
 	res.SeedSeconds = time.Since(started).Seconds()
 
-	n, err := startNode(ctx, nodeAnvil, o.anvil, nodeOptions{blockTime: time.Second, slots: 2})
+	l, err := startLiveChain(ctx, nodeAnvil, o.anvil, nodeOptions{blockTime: time.Second, slots: 2}, 16)
 	if err != nil {
 		return nil, err
 	}
-	defer n.close()
-	if err := n.rpc.CallContext(ctx, nil, "anvil_mine", hexutil.Uint64(16)); err != nil {
-		return nil, err
-	}
-	s, err := newSeeder(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	contracts, err := s.deployBurner(ctx)
-	if err != nil {
-		return nil, err
-	}
-	final, err := finalized(ctx, n.url)
-	if err != nil {
-		return nil, err
-	}
-	trickle, stopTrickle := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { stopTrickle(); wg.Wait() }()
-	wg.Go(func() {
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-trickle.Done():
-				return
-			case <-t.C:
-				if _, err := s.sendBurn(trickle, contracts); err != nil && trickle.Err() == nil {
-					b.log.Warn("sending a burn", slog.Any("err", err))
-				}
-			}
-		}
-	})
+	defer l.n.close()
+	n, s, contracts, final := l.n, l.s, l.contracts, l.final
+	burns := s.trickle(ctx, contracts, 100*time.Millisecond, b.log)
+	defer burns.stop()
 
-	replica := func(bin, who string) (*harness.Proc, error) {
+	start := func(bin, who string) (*replica, error) {
 		addr, err := harness.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
 		env := harness.PollerEnv(harness.Target{DatabaseURL: dbURL, RPCURL: n.url, ChainID: n.chainID, Contract: contracts.burn, HTTPAddr: addr.String()},
 			"POLL_INTERVAL=1s", "MIGRATE=false", "START_BLOCK="+strconv.FormatUint(final+1, 10), "PAYMENT_HOOK_SQL="+o.upgradeHook)
-		log, err := os.Create(filepath.Join(dir, who+".log"))
-		if err != nil {
-			return nil, err
-		}
-		return harness.Start(harness.Spec{Name: who, Bin: bin, Env: env, Stdout: log, Stderr: log})
+		return startPoller(bin, []string{"run"}, env, dir, who, addr.String())
 	}
-	var replicas []*harness.Proc
+	var replicas []*replica
 	defer func() {
-		for _, p := range replicas {
-			_, _ = p.Stop(10 * time.Second)
+		for _, r := range replicas {
+			_, _ = r.Stop(10 * time.Second)
 		}
 	}()
 	for _, who := range []string{"previous-a", "previous-b"} {
-		p, err := replica(prev, who)
+		r, err := start(prev, who)
 		if err != nil {
 			return nil, err
 		}
-		replicas = append(replicas, p)
+		replicas = append(replicas, r)
 	}
 	recorded := func() int {
 		var c int
@@ -212,11 +177,11 @@ func (b *bench) upgradePhase(ctx context.Context, o options) (*Upgrade, error) {
 	// This tree's replicas take over; the old ones stop.
 	writers = "this tree"
 	for _, who := range []string{"new-a", "new-b"} {
-		p, err := replica(b.bin, who)
+		r, err := start(b.bin, who)
 		if err != nil {
 			return nil, err
 		}
-		replicas = append(replicas, p)
+		replicas = append(replicas, r)
 	}
 	for _, p := range replicas[:2] {
 		_ = p.Signal(syscall.SIGTERM)
