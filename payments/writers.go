@@ -46,7 +46,11 @@ func (t *Tx) LockWriters(ctx context.Context, chainID uint64, contracts []string
 		case err == nil && t.limits.LockWait > 0 && time.Since(started) >= t.limits.LockWait:
 			err = fmt.Errorf("%w: a writer of the previous release held its advisory lock for %s", ErrWritersBusy, t.limits.LockWait)
 		case err == nil:
-			err = sleepCtx(ctx, legacyWriterPoll)
+			select {
+			case <-ctx.Done():
+				err = ctx.Err()
+			case <-time.After(legacyWriterPoll):
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("waiting for the other writers of contracts %v: %w", keys, interpretLock(err, ErrWritersBusy))
@@ -80,16 +84,4 @@ func (t *Tx) lockWriterRows(ctx context.Context, chainID uint64, contracts []str
 		      ORDER BY contract FOR UPDATE) AS w`,
 		int64(chainID), contracts, strconv.FormatUint(chainID, 10)).Scan(&locked, &free)
 	return locked, free, err
-}
-
-// sleepCtx waits d, or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

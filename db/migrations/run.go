@@ -146,18 +146,7 @@ func (r runner) inTx(ctx context.Context, v, to int32, name, sql string, after f
 	if _, err := tx.Exec(ctx, sql); err != nil {
 		return v, fmt.Errorf("migration %s: %w", name, err)
 	}
-	if after != nil {
-		if err := after(tx); err != nil {
-			return v, err
-		}
-	}
-	if err := setVersion(ctx, tx, to); err != nil {
-		return v, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return v, fmt.Errorf("committing migration %s: %w", name, err)
-	}
-	return to, nil
+	return finish(ctx, tx, v, to, name, after)
 }
 
 // outsideTx applies sql statement by statement on the migrator's session
@@ -195,6 +184,13 @@ func (r runner) outsideTx(ctx context.Context, v, to int32, name, sql string, af
 	}); err != nil {
 		return v, err
 	}
+	return finish(ctx, tx, v, to, name, after)
+}
+
+// finish ends a step in tx, which holds the version row: after (when set),
+// the version moved from v to to, the commit; it returns the version the
+// database is at.
+func finish(ctx context.Context, tx pgx.Tx, v, to int32, name string, after func(pgx.Tx) error) (int32, error) {
 	if after != nil {
 		if err := after(tx); err != nil {
 			return v, err
