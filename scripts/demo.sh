@@ -48,7 +48,8 @@ for _ in $(seq 1 100); do [ -s "$logs/devchain.json" ] && break; sleep 0.2; done
 contract=$(sed -n 's/.*"burn_contract":"\(0x[0-9a-fA-F]*\)".*/\1/p' "$logs/devchain.json")
 echo "demo: devchain at http://127.0.0.1:8545, burn contract $contract"
 
-DATABASE_URL="$db_url" LOG_FORMAT=text ./bin/poller migrate
+DATABASE_URL="$db_url" LOG_FORMAT=text ./bin/poller migrate 2>"$logs/migrate.log" ||
+  { echo "demo: poller migrate failed; see $logs/migrate.log" >&2; exit 1; }
 
 hook_secret=demo-webhook-secret-$RANDOM$RANDOM
 WEBHOOK_SECRET="$hook_secret" ./bin/webhook-receiver --addr 127.0.0.1:9000 2>"$logs/webhook-receiver.log" &
