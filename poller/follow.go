@@ -63,7 +63,10 @@ func (l *Loop) follow(ctx context.Context, tx *RangeTx, lk looker) (out outcome,
 	if err != nil {
 		return outIdle, true, fmt.Errorf("reading the head: %w", err)
 	}
-	if n != l.number || l.numberAt.IsZero() {
+	if n > l.number || l.numberAt.IsZero() {
+		// Only a head higher than any read restarts the still clock: a
+		// node that now and then answers a block lower (a balancer with one
+		// backend behind, a reorganisation in progress) has not moved on.
 		l.number, l.numberAt = n, readAt
 	}
 	head := ledgerBlock(n)
@@ -148,9 +151,9 @@ func (l *Loop) still(ctx context.Context, tx *RangeTx, head int64, known *chain.
 // read for longer than a block takes (the heads' timestamps' block time,
 // at most MaxBlockTime; MaxBlockTime while not known) plus a poll
 // interval: on a chain sealing on a clock, a block late by more than a
-// poll. The time counts from this replica's first read of that number,
-// whoever read the block itself: replicas of one group take turns at the
-// reads.
+// poll. The time counts from this replica's first read of the highest
+// number it read, whoever read the block itself (replicas of one group take
+// turns at the reads); a lower number read meanwhile does not restart it.
 func (l *Loop) headStill() bool {
 	bt := l.blockTime
 	if bt <= 0 || bt > l.cfg.MaxBlockTime {

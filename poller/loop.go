@@ -134,8 +134,8 @@ type Loop struct {
 	lastHead  chain.Header
 	headAt    time.Time
 	blockTime time.Duration
-	// number is the head's number as this replica's polls last read it,
-	// by header or number, and numberAt when they first read it there: a
+	// number is the highest head number this replica's polls read, by
+	// header or number, and numberAt when they first read it there: a
 	// head another replica saw move (head tracking's reads are the
 	// group's) moved all the same (see headStill).
 	number   uint64
