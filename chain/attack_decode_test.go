@@ -1,0 +1,71 @@
+package chain_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/burnpoller/burnpoller/internal/hostile"
+)
+
+// manyFieldsData is an error's data just under the 4 KiB the reader keeps
+// (maxErrorData): an object of as many distinct tiny fields as fit.
+func manyFieldsData() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	var b strings.Builder
+	b.WriteString("{")
+	for i := 0; ; i++ {
+		f := fmt.Sprintf(`"%c%c":0`, alphabet[i/len(alphabet)], alphabet[i%len(alphabet)])
+		if b.Len()+len(f)+2 > 4<<10 {
+			break
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(f)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// attackShapes are hostile replies TestHostileRepliesAreBounded does not make.
+func attackShapes() []replyShape {
+	data := manyFieldsData()
+	errObj := `{"code":-32000,"message":"m","data":` + data + `}`
+	null := [][]byte{[]byte(`"result":null`)}
+	return []replyShape{
+		// The reply's "error" key given again and again, each with data of
+		// many fields: each one is decoded into a map whole.
+		custom(chainIDFlow, "an error of many-field data given again and again", false,
+			repeated("", `"error":`+errObj, ",", ""), func(f *flow, v []byte, calls []hostile.Call, batch bool) [][]byte {
+				return members(f, calls, batch, [][]byte{v})
+			}),
+		custom(headerFlow, "an error of many-field data given again and again (a batch)", false,
+			repeated("", `"error":`+errObj, ",", ""), func(f *flow, v []byte, calls []hostile.Call, batch bool) [][]byte {
+				return members(f, calls, batch, [][]byte{v})
+			}),
+		// A batch of others' members whose errors, of many-field data, come
+		// before their id.
+		custom(headerFlow, "a batch of many-field errors before their id", false,
+			repeated("", `{"jsonrpc":"2.0","error":`+errObj+`,"id":99}`, ",", "]"), func(f *flow, v []byte, calls []hostile.Call, _ bool) [][]byte {
+				return append(append([][]byte{[]byte("[")}, members(f, calls, false, null)...), []byte(","), v)
+			}),
+	}
+}
+
+// TestAttackErrorDataOfManyFieldsIsBounded: an error's data of many tiny
+// fields, kept because it is under maxErrorData, is decoded into a map of
+// every field; given again and again (in one reply, or in a batch's
+// members before their id) the reply costs far over four times its size.
+func TestAttackErrorDataOfManyFieldsIsBounded(t *testing.T) {
+	for _, sh := range attackShapes() {
+		t.Run(sh.flow.name+": "+sh.name, func(t *testing.T) {
+			reply := sh.build()
+			for _, ws := range []bool{false, true} {
+				t.Run(map[bool]string{false: "over HTTP", true: "over WebSocket"}[ws], func(t *testing.T) {
+					boundedReply(t, sh, reply, ws)
+				})
+			}
+		})
+	}
+}
