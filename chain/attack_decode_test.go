@@ -69,3 +69,25 @@ func TestAttackErrorDataOfManyFieldsIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackErrorMessageOfInvalidUTF8IsBounded: an error's message of 171
+// bytes that are not UTF-8 decodes to 513 bytes of U+FFFD, grown a rune at
+// a time and then copied into a string, each time the message is given:
+// an error whose message is given again and again costs 16 times its reply.
+func TestAttackErrorMessageOfInvalidUTF8IsBounded(t *testing.T) {
+	bad := strings.Repeat("\xff", 171)
+	shapes := []replyShape{
+		errorReply(chainIDFlow, "an error message of bytes not UTF-8 given again and again", repeated(`{"code":-32000,`, `"message":"`+bad+`"`, ",", "}")),
+		errorReply(headerFlow, "an error message of bytes not UTF-8 given again and again", repeated(`{"code":-32000,`, `"message":"`+bad+`"`, ",", "}")),
+	}
+	for _, sh := range shapes {
+		t.Run(sh.flow.name+": "+sh.name, func(t *testing.T) {
+			reply := sh.build()
+			for _, ws := range []bool{false, true} {
+				t.Run(map[bool]string{false: "over HTTP", true: "over WebSocket"}[ws], func(t *testing.T) {
+					boundedReply(t, sh, reply, ws)
+				})
+			}
+		})
+	}
+}
