@@ -91,3 +91,40 @@ func TestAttackErrorMessageOfInvalidUTF8IsBounded(t *testing.T) {
 		})
 	}
 }
+
+// resultAgain is a shape whose target member, its id first, gives unit
+// (a result) again and again: each is decoded into the element's Result,
+// the last one standing.
+func resultAgain(f *flow, name, unit string, ok bool) replyShape {
+	return custom(f, name, ok, repeated("", unit, ",", ""), func(f *flow, v []byte, calls []hostile.Call, batch bool) [][]byte {
+		return members(f, calls, batch, [][]byte{v})
+	})
+}
+
+// TestAttackSmallResultGivenAgainAndAgainIsBounded: a member whose id
+// comes first and whose result, tiny, is given again and again has each
+// one decoded, at a fixed cost far above its dozen bytes: a block's
+// fields (blockFields, ~480 bytes, on the heap) for each {} or null of a
+// block, a receipt for each {} of eth_getTransactionReceipt, and a copy
+// decoded by encoding/json for each "0x1" of eth_chainId.
+func TestAttackSmallResultGivenAgainAndAgainIsBounded(t *testing.T) {
+	shapes := []replyShape{
+		resultAgain(headerFlow, "a block's result {} given again and again", `"result":{}`, false),
+		resultAgain(headerFlow, "a block's result null given again and again", `"result":null`, false),
+		resultAgain(tagFlow, "a block's result {} given again and again (a call)", `"result":{}`, false),
+		resultAgain(receiptFlow, "a receipt's result {} given again and again", `"result":{}`, false),
+		resultAgain(receiptFlow, "a receipt's result null given again and again", `"result":null`, false),
+		// A valid result, the last of many: go-ethereum's client takes it.
+		resultAgain(chainIDFlow, "a chain id given again and again", `"result":"0x1"`, true),
+	}
+	for _, sh := range shapes {
+		t.Run(sh.flow.name+": "+sh.name, func(t *testing.T) {
+			reply := sh.build()
+			for _, ws := range []bool{false, true} {
+				t.Run(map[bool]string{false: "over HTTP", true: "over WebSocket"}[ws], func(t *testing.T) {
+					boundedReply(t, sh, reply, ws)
+				})
+			}
+		})
+	}
+}
