@@ -70,3 +70,94 @@ func TestAttackTinyWebSocketMessagesAreBounded(t *testing.T) {
 		t.Errorf("%d bytes allocated for %d bytes of messages (%.1f ×), want at most %d ×", alloc, n, ratio, allocPerByte)
 	}
 }
+
+// idLastReply is a reply to call id giving block n's header, its result
+// before its id (JSON leaves the order free; readReply reads it), the header's
+// extraData so long that the id's first digit is the 4,096th byte of the
+// reply and the rest come after it.
+func idLastReply(id string, n uint64) []byte {
+	const at = 4095 // the offset of the id's first digit
+	h := shapeHeader(n)
+	build := func(hexDigits int, size string) []byte {
+		return []byte(`{"jsonrpc":"2.0","result":{"extraData":"0x` + strings.Repeat("ab", hexDigits/2) + `","size":"` + size + `",` + h[1:] + `,"id":` + id + `}`)
+	}
+	short := len(build(0, "0x1")) - len(id+`}`)
+	need := at - short
+	size := "0x1"
+	if need%2 != 0 {
+		size, need = "0x10", need-1
+	}
+	return build(need, size)
+}
+
+// TestAttackWebSocketIDAcrossThePeekIsRead: over WebSocket a reply is
+// routed by the id found in its first 4 KiB (wsPeek). A reply whose id
+// comes after its result and whose numeric digits straddle the
+// 4,096th byte is routed by the digits before it: "10" is read as 1. The
+// reply to call 10 (eth_getBlockByNumber "latest", block 100) is decoded
+// into call 1 (eth_getBlockByNumber "finalized", still waiting), which
+// returns block 100 as finalized, and call 10 never gets its reply.
+func TestAttackWebSocketIDAcrossThePeekIsRead(t *testing.T) {
+	if r := idLastReply("10", 100); r[4095] != '1' || r[4096] != '0' {
+		t.Fatalf("the id is not across the peek: %q", r[4090:4100])
+	}
+	gotFinalized := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		var finalizedID string
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			var c struct {
+				ID     json.RawMessage   `json:"id"`
+				Params []json.RawMessage `json:"params"`
+			}
+			_ = json.Unmarshal(msg, &c)
+			if len(c.Params) > 0 && string(c.Params[0]) == `"finalized"` {
+				// The node is slow to say which block is finalized.
+				finalizedID = string(c.ID)
+				close(gotFinalized)
+				continue
+			}
+			if err := conn.WriteMessage(websocket.TextMessage, idLastReply(string(c.ID), 100)); err != nil {
+				return
+			}
+			if string(c.ID) == "10" && finalizedID != "" {
+				time.Sleep(200 * time.Millisecond)
+				_ = conn.WriteMessage(websocket.TextMessage, idLastReply(finalizedID, 5))
+			}
+		}
+	}))
+	defer srv.Close()
+	c, err := chain.Dial(t.Context(), "ws"+strings.TrimPrefix(srv.URL, "http"), chain.Options{Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	type res struct {
+		h   chain.Header
+		err error
+	}
+	finalized := make(chan res, 1)
+	go func() {
+		h, err := c.HeaderByTag(t.Context(), "finalized") // id 1
+		finalized <- res{h, err}
+	}()
+	<-gotFinalized
+	for id := 2; id <= 10; id++ {
+		h, err := c.HeaderByTag(t.Context(), "latest")
+		if err != nil || h.Number != 100 {
+			t.Errorf("call %d (latest): block %d, %v; want block 100", id, h.Number, err)
+		}
+	}
+	f := <-finalized
+	if f.err != nil || f.h.Number != 5 {
+		t.Errorf("call 1 (finalized): block %d, %v; want block 5, the node's finalized block", f.h.Number, f.err)
+	}
+}
