@@ -207,19 +207,29 @@ func (d *replyReader) readReply(elems []rpc.BatchElem, base int64, answered []bo
 	if c, ok := d.peek(); !ok || c != '{' {
 		return rep, d.syntax("the reply")
 	}
-	var pending [][]byte // a result before the id
+	// A result or error before the id, or given again, is captured and
+	// decoded once the object is read, if the id says it is ours: the last
+	// given stands, as with json.Unmarshal, and another call's error is
+	// never decoded.
+	var pending, pendingErr [][]byte
+	var gaveResult, gaveError bool
 	_, refused, err := d.readObject("the reply", func(key []byte) (error, error) {
 		var err error
+		ours := rep.index >= 0 || answered == nil
 		switch {
-		case string(key) == "error" && (rep.index >= 0 || !idRead || answered == nil):
+		case string(key) == "error" && ours && !gaveError:
+			gaveError = true
 			rep.err, err = d.readError()
-		case string(key) == "result" && rep.index >= 0:
+		case string(key) == "error" && (ours || !idRead):
+			gaveError = true
+			pendingErr, err = d.capture()
+		case string(key) == "result" && rep.index >= 0 && !gaveResult:
 			// Streamed: a dense result is read element by element, so
 			// that the reader holds one token, never the whole result.
-			rep.result, pending = true, nil
+			gaveResult, rep.result = true, true
 			rep.decodeErr, err = d.readResult(elems[rep.index].Result)
-		case string(key) == "result" && !idRead:
-			rep.result = true
+		case string(key) == "result" && (rep.index >= 0 || !idRead):
+			gaveResult, rep.result = true, true
 			pending, err = d.capture()
 		case string(key) == "id" && !idRead:
 			var id []byte
@@ -237,6 +247,11 @@ func (d *replyReader) readReply(elems []rpc.BatchElem, base int64, answered []bo
 		return rep, err
 	case refused != nil:
 		return rep, refused
+	}
+	if pendingErr != nil && (rep.index >= 0 || answered == nil) {
+		if rep.err, err = newBytesReader(pendingErr...).readError(); err != nil {
+			return rep, err
+		}
 	}
 	if pending != nil && rep.index >= 0 {
 		p := newBytesReader(pending...)

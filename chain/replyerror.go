@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,7 +54,7 @@ func (e *replyError) ErrorData() any {
 	if e.Data == nil {
 		return nil
 	}
-	return e.Data.v
+	return boundedData(e.Data.raw)
 }
 
 // errorText is a node's string cut at maxErrorText bytes.
@@ -79,82 +78,141 @@ func (t *errorText) UnmarshalJSON(b []byte) error {
 // readText reads a node's string (errorText), or null (""), without
 // holding more of it than maxErrorText bytes.
 func (d *replyReader) readText() (errorText, error) {
-	c, ok := d.peek()
-	switch {
-	case !ok:
-		return "", d.syntax("a string")
-	case c == 'n':
-		return "", d.word("null")
-	case c != '"':
-		if err := d.skip(); err != nil {
-			return "", err
-		}
-		return "", refuse("a message that is not a string")
-	}
-	head, total, err := d.text(maxErrorText + 1)
+	head, total, err := d.readTextInto(nil)
 	if err != nil {
 		return "", err
 	}
 	return errorText(cutHead(head, total)), nil
 }
 
-// errorData is a JSON-RPC error's data as far as classify reads it: a
-// string, or of an object its first maxDataFields string fields and
-// Infura's rate.backoff_seconds. Data longer than maxErrorData bytes or of
-// another shape is nil: the decoder hands it over in its own buffer, and
-// nothing is built from it.
-type errorData struct{ v any }
+// readTextInto reads a node's string as readText does, into head: its
+// first bytes (as cutHead takes them) and its length; null is empty.
+func (d *replyReader) readTextInto(head []byte) ([]byte, int, error) {
+	c, ok := d.peek()
+	switch {
+	case !ok:
+		return head, 0, d.syntax("a string")
+	case c == 'n':
+		return head, 0, d.word("null")
+	case c != '"':
+		if err := d.skip(); err != nil {
+			return head, 0, err
+		}
+		return head, 0, refuse("a message that is not a string")
+	}
+	return d.textInto(head, maxErrorText+1)
+}
 
-// UnmarshalJSON reads b as far as classify needs; it never fails.
+// errorData is a JSON-RPC error's data as far as classify may read it:
+// at most maxErrorData bytes of a string or an object, held as given and
+// read (boundedData) only when classify asks for it (ErrorData), so that an
+// error read and never classified (a batch member that answers another
+// call) costs its copy alone. Data longer than maxErrorData bytes or of
+// another shape is nil: nothing is built from it.
+type errorData struct{ raw []byte }
+
+// UnmarshalJSON keeps b if classify may read it; it never fails.
 func (d *errorData) UnmarshalJSON(b []byte) error {
-	d.v = boundedData(b)
+	d.raw = nil
+	if len(b) <= maxErrorData {
+		d.raw = bytes.Clone(b)
+	}
 	return nil
 }
 
-// boundedData is what classify reads of raw, an error's data (errorData).
+// boundedData is what classify reads of raw, an error's data (errorData):
+// a string, or of an object, of its members whose last value is a string
+// (or Infura's rate with its backoff_seconds), the maxDataFields first in
+// key order, read member by member: no member beyond those is kept (an
+// object of 4 KiB of tiny members, decoded whole into a map, cost 33 times
+// its size).
 func boundedData(raw []byte) any {
 	if len(raw) > maxErrorData {
 		return nil
 	}
-	raw = bytes.TrimSpace(raw)
+	d := newBytesReader(raw)
+	c, ok := d.peek()
 	switch {
-	case len(raw) == 0:
+	case !ok:
 		return nil
-	case raw[0] == '"':
-		var s errorText
-		if s.UnmarshalJSON(raw) != nil {
+	case c == '"':
+		s, err := d.readText()
+		if _, more := d.peek(); err != nil || more {
 			return nil
 		}
 		return string(s)
-	case raw[0] != '{':
+	case c != '{':
 		return nil
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
+	var f dataFields
+	_, refused, err := d.readObject("the data", func(key []byte) (error, error) { return nil, f.read(d, key) })
+	if _, more := d.peek(); err != nil || refused != nil || more {
 		return nil
 	}
-	out := make(map[string]any, min(len(fields), maxDataFields))
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if len(out) == maxDataFields {
-			break
-		}
-		v := bytes.TrimSpace(fields[k])
-		switch {
-		case len(v) > 0 && v[0] == '"':
-			var s errorText
-			if s.UnmarshalJSON(v) == nil {
-				out[k] = string(s)
-			}
-		case k == "rate":
-			var rate struct {
-				Backoff *float64 `json:"backoff_seconds"`
-			}
-			if json.Unmarshal(v, &rate) == nil && rate.Backoff != nil {
-				out[k] = map[string]any{"backoff_seconds": *rate.Backoff}
-			}
-		}
+	out := make(map[string]any, len(f.keys))
+	for i, k := range f.keys {
+		out[k] = f.vals[i]
 	}
 	return out
+}
+
+// dataFields is what boundedData keeps of an object's members, in key
+// order: at most maxDataFields.
+type dataFields struct {
+	keys []string
+	vals []any
+}
+
+// read reads the value of key's member from d: kept if it is a string, or
+// Infura's rate with its backoff_seconds, and among the maxDataFields
+// first keys; a member given again replaces the first, as a map decoded
+// by encoding/json has it (one whose last value is not kept drops the key).
+func (f *dataFields) read(d *replyReader, key []byte) error {
+	i := 0
+	for i < len(f.keys) && f.keys[i] < string(key) {
+		i++
+	}
+	given := i < len(f.keys) && f.keys[i] == string(key)
+	if key == nil || (!given && i == maxDataFields) {
+		return d.skip()
+	}
+	v, ok, err := dataValue(d, key)
+	switch {
+	case err != nil:
+		return err
+	case given && ok:
+		f.vals[i] = v
+	case given:
+		f.keys, f.vals = slices.Delete(f.keys, i, i+1), slices.Delete(f.vals, i, i+1)
+	case ok:
+		f.keys, f.vals = slices.Insert(f.keys, i, string(key)), slices.Insert(f.vals, i, v)
+		if len(f.keys) > maxDataFields {
+			f.keys, f.vals = f.keys[:maxDataFields], f.vals[:maxDataFields]
+		}
+	}
+	return nil
+}
+
+// dataValue reads the value of key's member of an error's data as
+// classify reads it: a string (errorText), or, of Infura's rate, its
+// backoff_seconds; ok is false for any other value, which is skipped.
+func dataValue(d *replyReader, key []byte) (v any, ok bool, err error) {
+	c, _ := d.peek()
+	switch {
+	case c == '"':
+		s, err := d.readText()
+		return string(s), err == nil, err
+	case string(key) == "rate" && c == '{':
+		raw, err := d.valueUpTo(maxErrorData)
+		var rate struct {
+			Backoff *float64 `json:"backoff_seconds"`
+		}
+		if err != nil || json.Unmarshal(raw, &rate) != nil || rate.Backoff == nil {
+			return nil, false, err
+		}
+		return map[string]any{"backoff_seconds": *rate.Backoff}, true, nil
+	}
+	return nil, false, d.skip()
 }
 
 // cutText is s cut to at most maxErrorText bytes on a rune boundary,
@@ -203,6 +261,10 @@ var errorFields = []string{"code", "message", "data"}
 func (d *replyReader) readError() (*replyError, error) {
 	e := new(replyError)
 	var data errorDataRead
+	// A member given again replaces the first, as with json.Unmarshal,
+	// read into the same buffers: the message is made a string once.
+	var msg []byte
+	var msgLen int
 	// null: e stays empty, as json.Unmarshal leaves it.
 	_, refused, err := d.readObject("the error", func(key []byte) (error, error) {
 		switch field(key, errorFields) {
@@ -210,7 +272,7 @@ func (d *replyReader) readError() (*replyError, error) {
 			return d.readCode(&e.Code)
 		case 1:
 			var err error
-			e.Message, err = d.readText()
+			msg, msgLen, err = d.readTextInto(msg[:0])
 			return nil, err
 		case 2:
 			return nil, d.readErrorData(&data)
@@ -223,8 +285,9 @@ func (d *replyReader) readError() (*replyError, error) {
 	case refused != nil:
 		return nil, fmt.Errorf("the reply's error: %w", refused)
 	}
+	e.Message = errorText(cutHead(msg, msgLen))
 	if data.given {
-		e.Data = &errorData{v: boundedData(data.raw)}
+		e.Data = &errorData{raw: data.raw}
 	}
 	return e, nil
 }

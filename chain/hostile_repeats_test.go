@@ -53,11 +53,11 @@ func attackShapes() []replyShape {
 	}
 }
 
-// TestAttackErrorDataOfManyFieldsIsBounded: an error's data of many tiny
+// TestErrorDataOfManyFieldsIsBounded: an error's data of many tiny
 // fields, kept because it is under maxErrorData, is decoded into a map of
 // every field; given again and again (in one reply, or in a batch's
 // members before their id) the reply costs far over four times its size.
-func TestAttackErrorDataOfManyFieldsIsBounded(t *testing.T) {
+func TestErrorDataOfManyFieldsIsBounded(t *testing.T) {
 	for _, sh := range attackShapes() {
 		t.Run(sh.flow.name+": "+sh.name, func(t *testing.T) {
 			reply := sh.build()
@@ -70,11 +70,11 @@ func TestAttackErrorDataOfManyFieldsIsBounded(t *testing.T) {
 	}
 }
 
-// TestAttackErrorMessageOfInvalidUTF8IsBounded: an error's message of 171
+// TestErrorMessageOfInvalidUTF8IsBounded: an error's message of 171
 // bytes that are not UTF-8 decodes to 513 bytes of U+FFFD, grown a rune at
 // a time and then copied into a string, each time the message is given:
 // an error whose message is given again and again costs 16 times its reply.
-func TestAttackErrorMessageOfInvalidUTF8IsBounded(t *testing.T) {
+func TestErrorMessageOfInvalidUTF8IsBounded(t *testing.T) {
 	bad := strings.Repeat("\xff", 171)
 	shapes := []replyShape{
 		errorReply(chainIDFlow, "an error message of bytes not UTF-8 given again and again", repeated(`{"code":-32000,`, `"message":"`+bad+`"`, ",", "}")),
@@ -101,13 +101,13 @@ func resultAgain(f *flow, name, unit string, ok bool) replyShape {
 	})
 }
 
-// TestAttackSmallResultGivenAgainAndAgainIsBounded: a member whose id
+// TestSmallResultGivenAgainAndAgainIsBounded: a member whose id
 // comes first and whose result, tiny, is given again and again has each
 // one decoded, at a fixed cost far above its dozen bytes: a block's
 // fields (blockFields, ~480 bytes, on the heap) for each {} or null of a
 // block, a receipt for each {} of eth_getTransactionReceipt, and a copy
 // decoded by encoding/json for each "0x1" of eth_chainId.
-func TestAttackSmallResultGivenAgainAndAgainIsBounded(t *testing.T) {
+func TestSmallResultGivenAgainAndAgainIsBounded(t *testing.T) {
 	shapes := []replyShape{
 		resultAgain(headerFlow, "a block's result {} given again and again", `"result":{}`, false),
 		resultAgain(headerFlow, "a block's result null given again and again", `"result":null`, false),
