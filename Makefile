@@ -147,6 +147,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzRPCLogDecodesAsTypesLog$$' -fuzztime $(or $(FUZZTIME),250000x) ./chain
 	go test -run '^$$' -fuzz '^FuzzFastDecodeIsUnmarshal$$' -fuzztime $(or $(FUZZTIME),250000x) ./chain
 	go test -run '^$$' -fuzz '^FuzzReplyErrorIsUnmarshal$$' -fuzztime $(or $(FUZZTIME),100000x) ./chain
+	go test -run '^$$' -fuzz '^FuzzBoundedDataIsTheMapsFirstFields$$' -fuzztime $(or $(FUZZTIME),150000x) ./chain
 	go test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(or $(FUZZTIME),20000x) ./config
 	go test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(or $(FUZZTIME),150000x) ./database
 	go test -run '^$$' -fuzz '^FuzzRedactURL$$' -fuzztime $(or $(FUZZTIME),150000x) ./chain

@@ -364,6 +364,8 @@ func FuzzReplyErrorIsUnmarshal(f *testing.F) {
 		`{"code":1e3}`, `{"code":-0}`, `{"code":99999999999999999999}`, `{"code":1.5}`, `{"code":null,"message":null}`,
 		`{"message":"\ud83d\ude00 \ud83d \udc00\u0041 ` + "\xff\xe2\x82" + `"}`, `{"message":"` + strings.Repeat("é", 300) + `x"}`,
 		`{"message":"` + strings.Repeat(`\u00e9`, 300) + `"}`, `{"message":` + strings.Repeat("1", 100) + `}`,
+		`{"message":"` + strings.Repeat("\xff", 171) + `","message":"` + strings.Repeat("\xff", 171) + `","message":"m"}`,
+		`{"data":{"ab":0,"ac":0,"ad":"x","ae":{"f":"g"},"ab":"y"},"data":{"zz":"1","aa":"2"}}`,
 	} {
 		f.Add([]byte(seed))
 	}

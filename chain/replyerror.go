@@ -123,7 +123,8 @@ func (d *errorData) UnmarshalJSON(b []byte) error {
 // boundedData is what classify reads of raw, an error's data (errorData):
 // a string, or of an object, of its members whose last value is a string
 // (or Infura's rate with its backoff_seconds), the maxDataFields first in
-// key order, read member by member: no member beyond those is kept (an
+// key order (a key over maxKey bytes, of no use to classify, left out),
+// read member by member: no member beyond those is kept (an
 // object of 4 KiB of tiny members, decoded whole into a map, cost 33 times
 // its size).
 func boundedData(raw []byte) any {
