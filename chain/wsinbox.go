@@ -35,24 +35,26 @@ func newWSInbox() *wsInbox {
 // dispatch decodes the message in reads (in.msg), a reply or a
 // notification, for whoever waits for it, and returns the request it
 // answered, if any, and the decoding's error. The id is looked for in the
-// first wsPeek bytes (nodes write it first), then in the whole message,
-// read into memory once (messageChunks) and decoded from there in place.
-// A reader to decode with is made only for a message that answers a
-// waiting request: its cost is then one of the client's requests, not one
-// of the node's messages.
+// first wsPeek bytes (nodes write it first), then, if they do not show it
+// whole, in the whole message, read into memory once (messageChunks) and
+// decoded from there in place. A reader to decode with is made only for a
+// message that answers a waiting request: its cost is then one of the
+// client's requests, not one of the node's messages.
 func (c *wsConn) dispatch(in *wsInbox) (*wsRequest, error) {
 	in.br.Reset(&in.msg)
-	head, _ := in.br.Peek(wsPeek)
+	head, err := in.br.Peek(wsPeek)
+	// A peek that did not reach the message's end is cut: full, or its
+	// reading failed.
+	cut := !errors.Is(err, io.EOF)
 	in.head[0] = head
-	id, notification, found := in.firstID(in.head[:])
+	id, notification, found := in.firstID(in.head[:], cut)
 	in.head[0] = nil
 	var chunks [][]byte
-	if !found && len(head) == wsPeek {
-		var err error
+	if !found && cut {
 		if chunks, err = messageChunks(in.br); err != nil {
 			return nil, err
 		}
-		id, notification, found = in.firstID(chunks)
+		id, notification, found = in.firstID(chunks, false)
 	}
 	if notification && c.notify != nil {
 		c.notify()
@@ -117,24 +119,24 @@ func (m *messageReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// firstID reads chunks, a message or its start, for its id with the
+// firstID reads chunks, a message or (cut) its start, for its id with the
 // inbox's own reader (firstID).
-func (in *wsInbox) firstID(chunks [][]byte) (id int64, notification, found bool) {
+func (in *wsInbox) firstID(chunks [][]byte, cut bool) (id int64, notification, found bool) {
 	in.scan = replyReader{chunks: chunks, keep: -1, quiet: true}
-	return firstID(&in.scan)
+	return firstID(&in.scan, cut)
 }
 
-// firstID is the id of the first reply that d, a message or its start,
-// shows with an id (in a batch, the first element that has one:
+// firstID is the id of the first reply that d, a message or (cut) its
+// start, shows with an id (in a batch, the first element that has one:
 // the request it answers is the one all of it answers); notification says
 // the message is a subscription notification. What is not an object is
 // skipped, not handed to readObject, which would make an error refusing
 // it: every message a node sends could be such.
-func firstID(d *replyReader) (id int64, notification, found bool) {
+func firstID(d *replyReader, cut bool) (id int64, notification, found bool) {
 	c, ok := d.peek()
 	if !ok || c != '[' {
 		if ok && c == '{' {
-			id, notification, found, _ = replyID(d)
+			id, notification, found, _ = replyID(d, cut)
 		}
 		return id, notification, found
 	}
@@ -144,7 +146,7 @@ func firstID(d *replyReader) (id int64, notification, found bool) {
 	for {
 		var err error
 		if c, ok := d.peek(); ok && c == '{' {
-			id, notification, found, err = replyID(d)
+			id, notification, found, err = replyID(d, cut)
 		} else {
 			err = d.skip()
 		}
@@ -159,14 +161,20 @@ func firstID(d *replyReader) (id int64, notification, found bool) {
 
 // replyID reads a reply object as far as its id or its method: the id, if
 // it is one; notification says the method is eth_subscription's. err
-// says the reading failed (the start of a message ends there).
-func replyID(d *replyReader) (id int64, notification, found bool, err error) {
+// says the reading failed (the start of a message ends there). In the
+// start of a message (cut), an id that reaches its end is none: a number
+// goes on past it ("1" of "10" is another request's id), and the whole
+// message is read for it.
+func replyID(d *replyReader, cut bool) (id int64, notification, found bool, err error) {
 	_, _, err = d.readObject("the reply", func(key []byte) (error, error) {
 		switch string(key) {
 		case "id":
 			v, err := d.valueUpTo(maxID)
 			if err != nil {
 				return nil, err
+			}
+			if cut && d.atEnd() {
+				return nil, errIDCut
 			}
 			if id, found = idNumber(v); found {
 				return nil, errFound
@@ -187,8 +195,18 @@ func replyID(d *replyReader) (id int64, notification, found bool, err error) {
 	return id, notification, found, err
 }
 
-// errFound stops firstID's reading once it has found what it looks for.
-var errFound = errors.New("found")
+// atEnd says whether nothing follows in the input.
+func (d *replyReader) atEnd() bool {
+	_, more := d.ahead1()
+	return !more
+}
+
+// errFound stops firstID's reading once it has found what it looks for,
+// and errIDCut once the id it found may go on past what it reads.
+var (
+	errFound = errors.New("found")
+	errIDCut = errors.New("the id reaches the end of the message's start")
+)
 
 // idNumber is the integer id v (nil if it was too long to be read) gives,
 // quoted or not, as strconv.ParseInt reads it in base 10 once the quotes
