@@ -161,3 +161,102 @@ func TestAttackWebSocketIDAcrossThePeekIsRead(t *testing.T) {
 		t.Errorf("call 1 (finalized): block %d, %v; want block 5, the node's finalized block", f.h.Number, f.err)
 	}
 }
+
+// TestAttackWebSocketMessagesOfAnyShapeAreBounded: whatever a node's
+// messages that answer nothing hold (JSON or not, an id of no request, an
+// id that is no number, a batch of no reply, a notification, a message
+// just past what is peeked for its id), reading them allocates at most
+// allocPerByte times their bytes: a malformed message's error is not
+// made, and a message read whole for its id is held in as much memory.
+func TestAttackWebSocketMessagesOfAnyShapeAreBounded(t *testing.T) {
+	shapes := map[string]string{
+		"one byte not JSON":  "x",
+		"an object cut":      "{",
+		"an array cut":       "[",
+		"a string cut":       `"`,
+		"a member cut":       `{"a":}`,
+		"null":               "null",
+		"an id not a number": `{"id":"x"}`,
+		"an id cut":          `{"id":-}`,
+		"an id of no call":   `{"id":99999}`,
+		"an id in exponent":  `{"id":1e3}`,
+		"a long id":          `{"id":12345678901234567890123}`,
+		"a batch of numbers": "[1]",
+		"a notification":     `{"method":"eth_subscription"}`,
+		"past the peek":      strings.Repeat(" ", 4096) + "{}",
+		"past the peek cut":  strings.Repeat(" ", 4096) + "{",
+	}
+	for name, msg := range shapes {
+		t.Run(name, func(t *testing.T) {
+			frame := append([]byte{0x81}, wsLength(len(msg))...)
+			frame = append(frame, msg...)
+			count := max(1, (1<<18)/len(frame))
+			flood := make([]byte, 0, count*len(frame))
+			for range count {
+				flood = append(flood, frame...)
+			}
+			alloc, n, err := floodBeforeReply(t, flood)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ratio := float64(alloc) / float64(n)
+			t.Logf("%d messages (%d bytes on the wire): %d bytes allocated (%.2f ×)", count, n, alloc, ratio)
+			if alloc > allocPerByte*uint64(n) {
+				t.Errorf("%d bytes allocated for %d bytes of messages (%.2f ×), want at most %d ×", alloc, n, ratio, allocPerByte)
+			}
+		})
+	}
+}
+
+// wsLength is a server frame's length bytes (unmasked) for n bytes.
+func wsLength(n int) []byte {
+	if n < 126 {
+		return []byte{byte(n)}
+	}
+	return []byte{126, byte(n >> 8), byte(n)}
+}
+
+// floodBeforeReply calls a node that sends flood, raw frames, before
+// each reply after the first, and returns what the call allocated, the
+// flood's size and the call's error.
+func floodBeforeReply(t *testing.T, flood []byte) (alloc uint64, n int, err error) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for n := 0; ; n++ {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			var c struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(msg, &c)
+			reply := []byte(`{"jsonrpc":"2.0","id":` + string(c.ID) + `,"result":"0x1"}`)
+			frame := append([]byte{0x81, byte(len(reply))}, reply...)
+			if n > 0 { // the first call is answered plainly: the dial is not measured
+				if _, err := conn.UnderlyingConn().Write(flood); err != nil {
+					return
+				}
+			}
+			if _, err := conn.UnderlyingConn().Write(frame); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c, err := chain.Dial(t.Context(), "ws"+strings.TrimPrefix(srv.URL, "http"), chain.Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ChainID(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	alloc = hostile.Allocated(func() { _, err = c.ChainID(t.Context()) })
+	return alloc, len(flood), err
+}

@@ -67,6 +67,11 @@ type replyReader struct {
 	dataBlock []byte
 	// hashGen and dataGen count the blocks begun (mark, reclaim).
 	hashGen, dataGen int
+	// quiet makes every syntax error errNotJSON itself: a reader that only
+	// looks for something (a WebSocket message's id) drops its errors, and
+	// formatting one for each of a node's malformed messages, however tiny,
+	// would cost more than the message.
+	quiet bool
 }
 
 // newStreamReader reads a reply from r.
@@ -98,6 +103,9 @@ var errNotJSON = errors.New("reply is not JSON")
 // unexpected byte, or the end of the input (with the error that ended
 // it, if not io.EOF).
 func (d *replyReader) syntax(what string) error {
+	if d.quiet {
+		return errNotJSON
+	}
 	at := d.off + int64(d.i)
 	if d.i >= len(d.buf) {
 		if d.err != nil && !errors.Is(d.err, io.EOF) {

@@ -1,18 +1,14 @@
 package chain
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -247,9 +243,12 @@ func (c *wsConn) write(ctx context.Context, b []byte) error {
 }
 
 // read hands each message to the request it answers until reading fails,
-// then fails every request left with that error.
+// then fails every request left with that error. What it reads a message
+// with (wsInbox) is the same from one message to the next: a node's
+// messages, however many and however small, cost no more than their bytes.
 func (c *wsConn) read() {
 	defer c.wg.Done()
+	in := newWSInbox()
 	for {
 		_, mr, err := c.conn.NextReader()
 		if err != nil {
@@ -257,18 +256,18 @@ func (c *wsConn) read() {
 			return
 		}
 		_ = c.conn.SetReadDeadline(time.Now().Add(wsIdleTimeout))
-		msg := &messageReader{r: mr}
-		r, err := c.dispatch(msg)
-		if msg.err != nil {
+		in.msg = messageReader{r: mr}
+		r, err := c.dispatch(in)
+		if in.msg.err != nil {
 			// The connection failed in the middle of a message (one over
 			// the limit, say): it is lost for every request, and marked so
 			// before r's caller hears of it and calls again.
-			c.fail(msg.err)
+			c.fail(in.msg.err)
 		}
 		if r != nil {
 			r.done <- err
 		}
-		if msg.err != nil {
+		if in.msg.err != nil {
 			return
 		}
 	}
@@ -277,81 +276,6 @@ func (c *wsConn) read() {
 // errNotSent is a request not written because its connection was lost
 // before: it is sent again on a new one.
 var errNotSent = errors.New("request not sent: the connection was lost before it")
-
-// wsPeek is how much of a message is looked at for its id before its
-// reply is decoded from the connection as it comes.
-const wsPeek = 4 << 10
-
-// dispatch decodes msg, a reply or a notification, for whoever waits for
-// it, and returns the request it answered, if any, and the decoding's
-// error. The id is looked for in the first wsPeek bytes (nodes write it
-// first), then in the whole message, read into memory once (messageChunks)
-// and decoded from there in place.
-func (c *wsConn) dispatch(msg io.Reader) (*wsRequest, error) {
-	br := bufio.NewReaderSize(msg, wsPeek)
-	head, _ := br.Peek(wsPeek)
-	id, notification, found := firstID(newBytesReader(head))
-	d := newStreamReader(br)
-	defer d.release()
-	if !found && len(head) == wsPeek {
-		chunks, err := messageChunks(br)
-		if err != nil {
-			return nil, err
-		}
-		id, notification, found = firstID(newBytesReader(chunks...))
-		d.release()
-		d = newBytesReader(chunks...)
-	}
-	if notification && c.notify != nil {
-		c.notify()
-	}
-	if !found {
-		return nil, nil
-	}
-	r := c.answered(id)
-	switch {
-	case r == nil:
-		return nil, nil // unknown, or given up on
-	case r.lone:
-		return r, d.readCall(&r.elems[0])
-	default:
-		return r, d.readBatch(r.elems, r.base)
-	}
-}
-
-// messageChunks reads the rest of a message into chunks of readerBuffer
-// bytes: as much memory as the message, where reading it into one slice
-// grown as it comes allocates several times that.
-func messageChunks(r io.Reader) ([][]byte, error) {
-	var chunks [][]byte
-	for {
-		b := make([]byte, readerBuffer)
-		n, err := io.ReadFull(r, b)
-		if n > 0 {
-			chunks = append(chunks, b[:n:n])
-		}
-		switch {
-		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-			return chunks, nil
-		case err != nil:
-			return nil, err
-		}
-	}
-}
-
-// messageReader keeps the error a message's reading failed with.
-type messageReader struct {
-	r   io.Reader
-	err error
-}
-
-func (m *messageReader) Read(p []byte) (int, error) {
-	n, err := m.r.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) && m.err == nil {
-		m.err = err
-	}
-	return n, err
-}
 
 // answered takes out of the waiting requests the one id belongs to, if any.
 func (c *wsConn) answered(id int64) *wsRequest {
@@ -365,64 +289,6 @@ func (c *wsConn) answered(id int64) *wsRequest {
 	}
 	return nil
 }
-
-// firstID is the id of the first reply that d, a message or its start,
-// shows with an id (in a batch, the first element that has one: the
-// request it answers is the one all of it answers); notification says the
-// message is a subscription notification.
-func firstID(d *replyReader) (id int64, notification, found bool) {
-	c, ok := d.peek()
-	if !ok || c != '[' {
-		id, notification, found, _ = replyID(d)
-		return id, notification, found
-	}
-	if d.open('[') != nil || d.empty(']') {
-		return 0, false, false
-	}
-	for {
-		id, notification, found, err := replyID(d)
-		if found || notification || err != nil {
-			return id, notification, found
-		}
-		if more, err := d.more(']'); err != nil || !more {
-			return 0, false, false
-		}
-	}
-}
-
-// replyID reads a reply object as far as its id or its method: the id, if
-// it is one; notification says the method is eth_subscription's. err
-// says the reading failed (the start of a message ends there).
-func replyID(d *replyReader) (id int64, notification, found bool, err error) {
-	_, _, err = d.readObject("the reply", func(key []byte) (error, error) {
-		switch string(key) {
-		case "id":
-			v, err := d.valueUpTo(maxID)
-			if err != nil {
-				return nil, err
-			}
-			n, perr := strconv.ParseInt(string(bytes.Trim(v, `"`)), 10, 64)
-			if id, found = n, v != nil && perr == nil; found {
-				return nil, errFound
-			}
-			return nil, nil
-		case "method":
-			v, err := d.valueUpTo(len(`"eth_subscription"`))
-			if notification = string(v) == `"eth_subscription"`; err == nil && notification {
-				err = errFound
-			}
-			return nil, err
-		}
-		return nil, d.skip()
-	})
-	if errors.Is(err, errFound) {
-		err = nil
-	}
-	return id, notification, found, err
-}
-
-// errFound stops firstID's reading once it has found what it looks for.
-var errFound = errors.New("found")
 
 // fail ends the connection with err, the reason reading stopped. The
 // connection is marked lost (broken) before any waiting request hears of

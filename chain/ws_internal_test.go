@@ -183,3 +183,35 @@ func TestClosedClientSendsNothing(t *testing.T) {
 		t.Fatalf("%d requests reached the node from closed clients, want none", got)
 	}
 }
+
+// An id read from the start of a message (cut) counts only if something
+// follows it there: a number at the end may go on past it ("1" of "10"),
+// and a string ending there is taken alike (the whole message is then read
+// for it, which costs nothing but time). In a whole message an id is what
+// it reads.
+func TestFirstIDOfAMessageCutIsWhole(t *testing.T) {
+	for _, tt := range []struct {
+		msg   string
+		cut   bool
+		id    int64
+		found bool
+	}{
+		{`{"result":"0x1","id":1`, true, 0, false},
+		{`{"result":"0x1","id":"1"`, true, 0, false},
+		{`{"result":"0x1","id":12}`, true, 12, true},
+		{`{"result":"0x1","id":12 `, true, 12, true},
+		{`{"result":"0x1","id":12,`, true, 12, true},
+		{`[{"result":"0x1","id":3`, true, 0, false},
+		{`[1,null,{"result":"0x1","id":3}]`, false, 3, true},
+		{`{"id":"-7"}`, false, -7, true},
+		{`{"id":1234567890123456789}`, false, 0, false},
+		{`{"id":"x","id":5}`, false, 5, true},
+		{`{"id":1e3}`, false, 0, false},
+	} {
+		in := newWSInbox()
+		id, _, found := in.firstID([][]byte{[]byte(tt.msg)}, tt.cut)
+		if id != tt.id || found != tt.found {
+			t.Errorf("firstID(%s, cut %t) = %d, %t; want %d, %t", tt.msg, tt.cut, id, found, tt.id, tt.found)
+		}
+	}
+}
