@@ -26,6 +26,8 @@ const (
 	wsIdleTimeout  = 2 * wsPingInterval
 	// wsWriteTimeout bounds a write whose context has no deadline.
 	wsWriteTimeout = 10 * time.Second
+	// wsPongSpacing is the least time between two pongs.
+	wsPongSpacing = 100 * time.Millisecond
 	// maxHandshakeBytes bounds what is read of the node until the
 	// connection is up: the TLS handshake, if any, and the answer's
 	// headers, of which maxResponseHeaderBytes.
@@ -54,6 +56,16 @@ type wsConn struct {
 
 	done chan struct{} // closed when reading ends
 	wg   sync.WaitGroup
+
+	// pong is the payload of the node's latest ping, which pongDue says is
+	// not answered yet: the pinger answers the latest ping only (RFC 6455,
+	// 5.5.3, allows it), at most once every wsPongSpacing, so that a flood
+	// of pings costs neither a pong nor an allocation each (gorilla's own
+	// handler writes one for every ping, at about 200 times its bytes).
+	pongMu  sync.Mutex
+	pong    [125]byte // a control frame's payload is at most 125 bytes
+	pongLen int
+	pongDue chan struct{}
 }
 
 // wsRequest is a call (lone) or a batch waiting for its reply.
@@ -107,9 +119,10 @@ func dialWS(ctx context.Context, rawURL string, limit int64, notify func()) (*ws
 		handshake.left.Store(-1) // unbounded from here on: the read limit holds
 	}
 	conn.SetReadLimit(limit)
-	c := &wsConn{conn: conn, notify: notify, nextID: 1, pending: map[int64]*wsRequest{}, done: make(chan struct{})}
+	c := &wsConn{conn: conn, notify: notify, nextID: 1, pending: map[int64]*wsRequest{}, done: make(chan struct{}), pongDue: make(chan struct{}, 1)}
 	_ = conn.SetReadDeadline(time.Now().Add(wsIdleTimeout))
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wsIdleTimeout)) })
+	conn.SetPingHandler(c.pinged)
 	c.wg.Add(2)
 	go c.read()
 	go c.ping()
@@ -307,8 +320,8 @@ func (c *wsConn) fail(err error) {
 	}
 }
 
-// ping keeps the connection alive while it is idle; the pongs move the
-// read deadline (wsIdleTimeout).
+// ping keeps the connection alive while it is idle (the pongs move the
+// read deadline, wsIdleTimeout), and answers the node's pings (pinged).
 func (c *wsConn) ping() {
 	defer c.wg.Done()
 	t := time.NewTicker(wsPingInterval)
@@ -319,8 +332,31 @@ func (c *wsConn) ping() {
 			return
 		case <-t.C:
 			_ = c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout))
+		case <-c.pongDue:
+			var pong [len(c.pong)]byte
+			c.pongMu.Lock()
+			n := copy(pong[:], c.pong[:c.pongLen])
+			c.pongMu.Unlock()
+			_ = c.conn.WriteControl(websocket.PongMessage, pong[:n], time.Now().Add(wsWriteTimeout))
+			select {
+			case <-c.done:
+				return
+			case <-time.After(wsPongSpacing):
+			}
 		}
 	}
+}
+
+// pinged takes the node's ping of payload data, for ping to answer.
+func (c *wsConn) pinged(data string) error {
+	c.pongMu.Lock()
+	c.pongLen = copy(c.pong[:], data)
+	c.pongMu.Unlock()
+	select {
+	case c.pongDue <- struct{}{}:
+	default: // a pong is due already: it carries this ping's payload
+	}
+	return nil
 }
 
 // lost is why reading ended, once it has.

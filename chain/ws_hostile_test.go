@@ -2,9 +2,11 @@ package chain_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,60 +16,51 @@ import (
 	"github.com/burnpoller/burnpoller/internal/hostile"
 )
 
-// TestAttackTinyWebSocketMessagesAreBounded: a node on WebSocket that
+// TestTinyWebSocketMessagesAreBounded: a node on WebSocket that
 // sends, before its reply, many tiny messages that answer nothing ({},
 // 4 bytes a frame on the wire) makes the client allocate over a thousand
 // times what it sent: each message is given a 4 KiB bufio.Reader and two
 // reply readers (wsConn.dispatch), whatever its size.
-func TestAttackTinyWebSocketMessagesAreBounded(t *testing.T) {
+func TestTinyWebSocketMessagesAreBounded(t *testing.T) {
 	const messages = 1 << 16
-	flood := make([]byte, 0, 4*messages+64)
+	flood := make([]byte, 0, 4*messages)
 	for range messages {
 		flood = append(flood, 0x81, 2, '{', '}') // FIN, text; unmasked, 2 bytes
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		for n := 0; ; n++ {
-			_, msg, err := conn.ReadMessage()
-			if err != nil {
-				return
+	boundedFlood(t, flood, nil)
+}
+
+// TestAPingFloodIsBounded: a node on WebSocket that sends, before its
+// reply, many pings (2 bytes a frame without a payload, 6 with one) made
+// the client allocate about 200 times what it sent: gorilla/websocket's
+// handler writes a pong for every ping. The client answers the latest
+// ping, with its payload, and no more often than wsPongSpacing (100 ms).
+func TestAPingFloodIsBounded(t *testing.T) {
+	for _, payload := range []string{"", "ping"} {
+		t.Run(fmt.Sprintf("pings of %d bytes", len(payload)), func(t *testing.T) {
+			const pings = 1 << 16
+			flood := make([]byte, 0, (2+len(payload))*pings+8)
+			for range pings {
+				flood = append(append(flood, 0x89, byte(len(payload))), payload...) // FIN, ping; unmasked
 			}
-			var c struct {
-				ID json.RawMessage `json:"id"`
-			}
-			_ = json.Unmarshal(msg, &c)
-			reply := []byte(`{"jsonrpc":"2.0","id":` + string(c.ID) + `,"result":"0x1"}`)
-			frame := append([]byte{0x81, byte(len(reply))}, reply...)
-			if n > 0 { // the first call is answered plainly: the dial is not measured
-				if _, err := conn.UnderlyingConn().Write(flood); err != nil {
-					return
+			last := "last"
+			flood = append(append(flood, 0x89, byte(len(last))), last...)
+			pongs := make(chan string, 1<<10)
+			boundedFlood(t, flood, pongs)
+			// The latest ping is answered, with its payload, by a few pongs
+			// for the whole flood.
+			answered := 0
+			for got := ""; got != last; answered++ {
+				select {
+				case got = <-pongs:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("no pong carried the last ping's %q after %d pongs", last, answered)
 				}
 			}
-			if _, err := conn.UnderlyingConn().Write(frame); err != nil {
-				return
+			if answered > 10 {
+				t.Errorf("%d pongs for %d pings sent at once, want the latest answered, a pong at most every 100 ms", answered, pings+1)
 			}
-		}
-	}))
-	defer srv.Close()
-	c, err := chain.Dial(t.Context(), "ws"+strings.TrimPrefix(srv.URL, "http"), chain.Options{Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.ChainID(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	var callErr error
-	alloc := hostile.Allocated(func() { _, callErr = c.ChainID(t.Context()) })
-	n := len(flood)
-	ratio := float64(alloc) / float64(n)
-	t.Logf("%d tiny messages (%.2f MiB on the wire): %.1f MiB allocated (%.1f ×); %v", messages, float64(n)/(1<<20), float64(alloc)/(1<<20), ratio, callErr)
-	if alloc > allocPerByte*uint64(n) {
-		t.Errorf("%d bytes allocated for %d bytes of messages (%.1f ×), want at most %d ×", alloc, n, ratio, allocPerByte)
+		})
 	}
 }
 
@@ -90,14 +83,14 @@ func idLastReply(id string, n uint64) []byte {
 	return build(need, size)
 }
 
-// TestAttackWebSocketIDAcrossThePeekIsRead: over WebSocket a reply is
+// TestWebSocketIDAcrossThePeekIsRead: over WebSocket a reply is
 // routed by the id found in its first 4 KiB (wsPeek). A reply whose id
 // comes after its result and whose numeric digits straddle the
 // 4,096th byte is routed by the digits before it: "10" is read as 1. The
 // reply to call 10 (eth_getBlockByNumber "latest", block 100) is decoded
 // into call 1 (eth_getBlockByNumber "finalized", still waiting), which
 // returns block 100 as finalized, and call 10 never gets its reply.
-func TestAttackWebSocketIDAcrossThePeekIsRead(t *testing.T) {
+func TestWebSocketIDAcrossThePeekIsRead(t *testing.T) {
 	if r := idLastReply("10", 100); r[4095] != '1' || r[4096] != '0' {
 		t.Fatalf("the id is not across the peek: %q", r[4090:4100])
 	}
@@ -162,13 +155,13 @@ func TestAttackWebSocketIDAcrossThePeekIsRead(t *testing.T) {
 	}
 }
 
-// TestAttackWebSocketMessagesOfAnyShapeAreBounded: whatever a node's
+// TestWebSocketMessagesOfAnyShapeAreBounded: whatever a node's
 // messages that answer nothing hold (JSON or not, an id of no request, an
 // id that is no number, a batch of no reply, a notification, a message
 // just past what is peeked for its id), reading them allocates at most
 // allocPerByte times their bytes: a malformed message's error is not
 // made, and a message read whole for its id is held in as much memory.
-func TestAttackWebSocketMessagesOfAnyShapeAreBounded(t *testing.T) {
+func TestWebSocketMessagesOfAnyShapeAreBounded(t *testing.T) {
 	shapes := map[string]string{
 		"one byte not JSON":  "x",
 		"an object cut":      "{",
@@ -195,7 +188,7 @@ func TestAttackWebSocketMessagesOfAnyShapeAreBounded(t *testing.T) {
 			for range count {
 				flood = append(flood, frame...)
 			}
-			alloc, n, err := floodBeforeReply(t, flood)
+			alloc, n, err := floodBeforeReply(t, flood, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,17 +209,44 @@ func wsLength(n int) []byte {
 	return []byte{126, byte(n >> 8), byte(n)}
 }
 
+// boundedFlood fails t unless a call to a node that sends flood before
+// its reply succeeds within allocPerByte times the flood's bytes
+// (floodBeforeReply).
+func boundedFlood(t *testing.T, flood []byte, pongs chan<- string) {
+	t.Helper()
+	alloc, n, err := floodBeforeReply(t, flood, pongs)
+	ratio := float64(alloc) / float64(n)
+	t.Logf("%.2f MiB of frames: %.1f MiB allocated (%.1f ×); %v", float64(n)/(1<<20), float64(alloc)/(1<<20), ratio, err)
+	if err != nil {
+		t.Errorf("the call after the frames: %v", err)
+	}
+	if alloc > allocPerByte*uint64(n) {
+		t.Errorf("%d bytes allocated for %d bytes of frames (%.1f ×), want at most %d ×", alloc, n, ratio, allocPerByte)
+	}
+}
+
 // floodBeforeReply calls a node that sends flood, raw frames, before
 // each reply after the first, and returns what the call allocated, the
-// flood's size and the call's error.
-func floodBeforeReply(t *testing.T, flood []byte) (alloc uint64, n int, err error) {
+// flood's size and the call's error. The pongs the node reads after its
+// first flood go to pongs, if not nil, as long as t runs.
+func floodBeforeReply(t *testing.T, flood []byte, pongs chan<- string) (alloc uint64, n int, err error) {
 	t.Helper()
+	var flooded atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
 		defer conn.Close()
+		conn.SetPongHandler(func(data string) error {
+			if pongs != nil && flooded.Load() {
+				select {
+				case pongs <- data:
+				default:
+				}
+			}
+			return nil
+		})
 		for n := 0; ; n++ {
 			_, msg, err := conn.ReadMessage()
 			if err != nil {
@@ -242,21 +262,26 @@ func floodBeforeReply(t *testing.T, flood []byte) (alloc uint64, n int, err erro
 				if _, err := conn.UnderlyingConn().Write(flood); err != nil {
 					return
 				}
+				flooded.Store(true)
 			}
 			if _, err := conn.UnderlyingConn().Write(frame); err != nil {
 				return
 			}
 		}
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	c, err := chain.Dial(t.Context(), "ws"+strings.TrimPrefix(srv.URL, "http"), chain.Options{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
 	if _, err := c.ChainID(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	alloc = hostile.Allocated(func() { _, err = c.ChainID(t.Context()) })
+	if pongs != nil {
+		// The node reads the pongs while it waits for the next call.
+		go func() { _, _ = c.ChainID(t.Context()) }()
+	}
 	return alloc, len(flood), err
 }
