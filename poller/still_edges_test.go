@@ -37,7 +37,7 @@ func (f *flappingChain) HeadNumber(ctx context.Context) (uint64, error) {
 func (f *flappingChain) Head(ctx context.Context) (chain.Header, error) {
 	h, err := f.lookingChain.Head(ctx)
 	if err == nil && h.Number > 0 && f.lags() {
-		c := f.lookingChain.fakeChain
+		c := f.fakeChain
 		c.mu.Lock()
 		h = timed(c.header(h.Number - 1))
 		c.mu.Unlock()
