@@ -387,7 +387,10 @@ func TestAGroupInTroubleCostsTheOthersNothing(t *testing.T) {
 		if st[eps[0].Label].Backlog == 0 || st[eps[0].Label].Delivered != 0 {
 			t.Fatalf("the endpoint that does not resolve: %+v", st[eps[0].Label])
 		}
-		rows, err := pool.Query(context.Background(), `SELECT event_id FROM webhook_deliveries WHERE endpoint = $1`, eps[1].Label)
+		// Every delivery it counts as delivered reached it; the chains go on
+		// burning, so those enqueued since status read are left out.
+		rows, err := pool.Query(context.Background(), `SELECT event_id FROM webhook_deliveries
+			WHERE endpoint = $1 AND delivered_at IS NOT NULL`, eps[1].Label)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,8 +398,9 @@ func TestAGroupInTroubleCostsTheOthersNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if missing := good.missing(ids); len(ids) == 0 || len(missing) > 0 || len(good.problems()) > 0 {
-			t.Fatalf("%d events owed to the endpoint that resolves, %d missing, problems %v", len(ids), len(missing), good.problems())
+		if missing := good.missing(ids); int64(len(ids)) < st[eps[1].Label].Delivered || len(missing) > 0 || len(good.problems()) > 0 {
+			t.Fatalf("%d events delivered to the endpoint that resolves (%d by its status before), %d missing, problems %v",
+				len(ids), st[eps[1].Label].Delivered, len(missing), good.problems())
 		}
 		for _, g := range gs {
 			if v := groupSample(addr, "burnpoller_polls_total", g.name, "result", "error"); v != 0 {
