@@ -423,7 +423,13 @@ func idLast(f *flow, v []byte, calls []hostile.Call, _ bool) [][]byte {
 // allocates at most allocPerByte times its size, and the call gets one
 // error of bounded text (or, for a reply a node may send, none).
 func TestHostileRepliesAreBounded(t *testing.T) {
-	for _, sh := range hostileShapes() {
+	boundedShapes(t, hostileShapes())
+}
+
+// boundedShapes reads each of shapes over HTTP and over WebSocket
+// (boundedReply).
+func boundedShapes(t *testing.T, shapes []replyShape) {
+	for _, sh := range shapes {
 		t.Run(sh.flow.name+": "+sh.name, func(t *testing.T) {
 			reply := sh.build()
 			for _, ws := range []bool{false, true} {

@@ -16,11 +16,11 @@ import (
 	"github.com/burnpoller/burnpoller/internal/hostile"
 )
 
-// TestTinyWebSocketMessagesAreBounded: a node on WebSocket that
-// sends, before its reply, many tiny messages that answer nothing ({},
-// 4 bytes a frame on the wire) makes the client allocate over a thousand
-// times what it sent: each message is given a 4 KiB bufio.Reader and two
-// reply readers (wsConn.dispatch), whatever its size.
+// TestTinyWebSocketMessagesAreBounded: a node on WebSocket that sends,
+// before its reply, many tiny messages that answer nothing ({}, 4 bytes a
+// frame on the wire) costs the client at most allocPerByte times what it
+// sent: one buffer and one reader serve every message of a connection (a
+// 4 KiB bufio.Reader and two reply readers for each cost 1,229 times).
 func TestTinyWebSocketMessagesAreBounded(t *testing.T) {
 	const messages = 1 << 16
 	flood := make([]byte, 0, 4*messages)
@@ -83,13 +83,13 @@ func idLastReply(id string, n uint64) []byte {
 	return build(need, size)
 }
 
-// TestWebSocketIDAcrossThePeekIsRead: over WebSocket a reply is
-// routed by the id found in its first 4 KiB (wsPeek). A reply whose id
-// comes after its result and whose numeric digits straddle the
-// 4,096th byte is routed by the digits before it: "10" is read as 1. The
-// reply to call 10 (eth_getBlockByNumber "latest", block 100) is decoded
+// TestWebSocketIDAcrossThePeekIsRead: over WebSocket a reply is routed
+// by the id found in its first 4 KiB (wsPeek). A reply whose id comes
+// after its result, its digits straddling the 4,096th byte, is routed by
+// its whole id: read by the digits before the cut, "10" was 1, and the
+// reply to call 10 (eth_getBlockByNumber "latest", block 100) was decoded
 // into call 1 (eth_getBlockByNumber "finalized", still waiting), which
-// returns block 100 as finalized, and call 10 never gets its reply.
+// returned block 100 as finalized while call 10 never got its reply.
 func TestWebSocketIDAcrossThePeekIsRead(t *testing.T) {
 	if r := idLastReply("10", 100); r[4095] != '1' || r[4096] != '0' {
 		t.Fatalf("the id is not across the peek: %q", r[4090:4100])
