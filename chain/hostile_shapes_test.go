@@ -429,6 +429,7 @@ func TestHostileRepliesAreBounded(t *testing.T) {
 // boundedShapes reads each of shapes over HTTP and over WebSocket
 // (boundedReply).
 func boundedShapes(t *testing.T, shapes []replyShape) {
+	t.Helper()
 	for _, sh := range shapes {
 		t.Run(sh.flow.name+": "+sh.name, func(t *testing.T) {
 			reply := sh.build()
